@@ -1,0 +1,428 @@
+// Package catalog is the metric catalog of stormwatch: the one place where metric names, help
+// texts, types, label names and the closed sets of label values are written down.
+//
+// The collector exports exactly these metrics; the rules and dashboards generators and the
+// documentation read them from here, so a query can never name a metric that is not exported.
+// The package imports nothing but the standard library.
+package catalog
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultNamespace is the metric name prefix used when none is configured.
+const DefaultNamespace = "resilience"
+
+// Type is the Prometheus metric type of a catalog entry.
+type Type int
+
+// Metric types.
+const (
+	Counter Type = iota + 1
+	Gauge
+	Histogram
+)
+
+// String returns the type as written in the Prometheus exposition format.
+func (t Type) String() string {
+	switch t {
+	case Counter:
+		return "counter"
+	case Gauge:
+		return "gauge"
+	case Histogram:
+		return "histogram"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Primitive names the kind of resilience primitive a metric belongs to. It is the metric's
+// subsystem (the middle part of its name) and the value of the overflow counter's `primitive`
+// label.
+type Primitive string
+
+// The primitives.
+const (
+	CircuitBreaker Primitive = "circuitbreaker"
+	Retry          Primitive = "retry"
+	Bulkhead       Primitive = "bulkhead"
+	Timeout        Primitive = "timeout"
+	Fallback       Primitive = "fallback"
+	Registry       Primitive = "registry"
+)
+
+// Primitives lists the primitive kinds that are handed out by name through a registry, in
+// catalog order. These are the values of the overflow counter's `primitive` label.
+var Primitives = []Primitive{CircuitBreaker, Retry, Bulkhead, Timeout, Fallback}
+
+// Label names.
+const (
+	LabelName      = "name"      // the primitive's name, usually the dependency
+	LabelState     = "state"     // breaker state
+	LabelFrom      = "from"      // transition source state
+	LabelTo        = "to"        // transition target state
+	LabelKind      = "kind"      // call outcome kind
+	LabelClass     = "class"     // failure class (see ErrorClasses)
+	LabelSource    = "source"    // what set a retry delay
+	LabelCause     = "cause"     // why a fallback ran
+	LabelPrimitive = "primitive" // primitive kind, on the overflow counter
+)
+
+// Breaker states, as exported in the `state`, `from` and `to` labels.
+const (
+	StateClosed      = "closed"
+	StateOpen        = "open"
+	StateHalfOpen    = "half_open"
+	StateForcedOpen  = "forced_open"
+	StateDisabled    = "disabled"
+	StateMetricsOnly = "metrics_only"
+)
+
+// BreakerStates is the closed set of breaker states.
+var BreakerStates = []string{StateClosed, StateOpen, StateHalfOpen, StateForcedOpen, StateDisabled, StateMetricsOnly}
+
+// Breaker call kinds (`kind` of resilience_circuitbreaker_calls_total).
+const (
+	BreakerSuccessful     = "successful"
+	BreakerFailed         = "failed"
+	BreakerSlowSuccessful = "slow_successful"
+	BreakerSlowFailed     = "slow_failed"
+	BreakerIgnored        = "ignored"
+)
+
+// BreakerCallKinds is the closed set of permitted-call outcomes.
+var BreakerCallKinds = []string{BreakerSuccessful, BreakerFailed, BreakerSlowSuccessful, BreakerSlowFailed, BreakerIgnored}
+
+// BreakerDurationKinds is the closed set of `kind` values of the breaker's call duration histogram.
+var BreakerDurationKinds = []string{BreakerSuccessful, BreakerFailed}
+
+// Retry call kinds (`kind` of resilience_retry_calls_total): logical calls by final outcome.
+const (
+	RetrySuccessfulWithoutRetry = "successful_without_retry"
+	RetrySuccessfulWithRetry    = "successful_with_retry"
+	RetryFailedWithoutRetry     = "failed_without_retry"
+	RetryFailedWithRetry        = "failed_with_retry"
+	RetryAborted                = "aborted"
+)
+
+// RetryCallKinds is the closed set of logical-call outcomes of a retry.
+var RetryCallKinds = []string{RetrySuccessfulWithoutRetry, RetrySuccessfulWithRetry, RetryFailedWithoutRetry, RetryFailedWithRetry, RetryAborted}
+
+// Retry decision outcomes, written as the `outcome` field of retry log records. They share their
+// words with the metrics (aborted, budget_exhausted) so logs and metrics join.
+const (
+	OutcomeRetrying        = "retrying"
+	OutcomeSucceeded       = "succeeded"
+	OutcomeGaveUp          = "gave_up"
+	OutcomeAborted         = "aborted"
+	OutcomeBudgetExhausted = "budget_exhausted"
+)
+
+// RetryOutcomes is the closed set of retry log outcomes.
+var RetryOutcomes = []string{OutcomeRetrying, OutcomeSucceeded, OutcomeGaveUp, OutcomeAborted, OutcomeBudgetExhausted}
+
+// Failure classes (SPEC §2): values of the `class` label and of the `error_class` log field.
+const (
+	ClassHTTP4xx          = "http_4xx"
+	ClassHTTPAuth         = "http_auth"
+	ClassHTTP408          = "http_408"
+	ClassHTTP429          = "http_429"
+	ClassHTTP5xx          = "http_5xx"
+	ClassHTTP5xxPermanent = "http_5xx_permanent"
+	ClassConnRefused      = "conn_refused"
+	ClassConnReset        = "conn_reset"
+	ClassDNS              = "dns"
+	ClassTLSCert          = "tls_cert"
+	ClassTLS              = "tls"
+	ClassTimeout          = "timeout"
+	ClassCanceled         = "canceled"
+	ClassRejected         = "rejected"
+	ClassError            = "error"
+)
+
+// ErrorClasses is the closed set of failure classes.
+var ErrorClasses = []string{
+	ClassHTTP4xx, ClassHTTPAuth, ClassHTTP408, ClassHTTP429, ClassHTTP5xx, ClassHTTP5xxPermanent,
+	ClassConnRefused, ClassConnReset, ClassDNS, ClassTLSCert, ClassTLS, ClassTimeout,
+	ClassCanceled, ClassRejected, ClassError,
+}
+
+// Delay sources (`source` of resilience_retry_backoff_seconds, `delay_source` log field).
+const (
+	SourceBackoff    = "backoff"
+	SourceRetryAfter = "retry_after"
+)
+
+// DelaySources is the closed set of delay sources.
+var DelaySources = []string{SourceBackoff, SourceRetryAfter}
+
+// Bulkhead admission kinds.
+const (
+	BulkheadPermitted = "permitted"
+	BulkheadRejected  = "rejected"
+)
+
+// BulkheadCallKinds is the closed set of bulkhead admission decisions.
+var BulkheadCallKinds = []string{BulkheadPermitted, BulkheadRejected}
+
+// Timeout call kinds.
+const (
+	TimeoutSuccessful = "successful"
+	TimeoutFailed     = "failed"
+	TimeoutTimedOut   = "timed_out"
+)
+
+// TimeoutCallKinds is the closed set of outcomes of attempts under a time limit.
+var TimeoutCallKinds = []string{TimeoutSuccessful, TimeoutFailed, TimeoutTimedOut}
+
+// Fallback causes.
+const (
+	CauseCircuitOpen      = "circuit_open"
+	CauseBulkheadFull     = "bulkhead_full"
+	CauseTimeout          = "timeout"
+	CauseRetriesExhausted = "retries_exhausted"
+	CauseError            = "error"
+)
+
+// FallbackCauses is the closed set of reasons a fallback ran.
+var FallbackCauses = []string{CauseCircuitOpen, CauseBulkheadFull, CauseTimeout, CauseRetriesExhausted, CauseError}
+
+// OverflowName is the `name` label value of the shared instance that a registry hands out once its
+// cardinality guard refuses new names.
+const OverflowName = "_overflow"
+
+// Label describes one label of a metric. Values is the closed set of values it can take; nil
+// means the set is open (the `name` label).
+type Label struct {
+	Name   string
+	Values []string
+}
+
+// Unit says what a metric's value measures, for dashboards and docs.
+type Unit string
+
+// Units.
+const (
+	UnitNone      Unit = ""
+	UnitSeconds   Unit = "seconds"
+	UnitRatio     Unit = "ratio"     // 0..1
+	UnitTimestamp Unit = "timestamp" // Unix seconds
+	UnitCalls     Unit = "calls"
+	UnitTokens    Unit = "tokens"
+)
+
+// Metric is one catalog entry.
+type Metric struct {
+	// Primitive is the subsystem: the metric's full name is namespace_primitive_Name.
+	Primitive Primitive
+	// Name is the metric's own part of the name, including any _total or _seconds suffix.
+	Name string
+	Type Type
+	Help string
+	Unit Unit
+	// Labels are the metric's labels in exposition order; every metric but the registry's
+	// overflow counter starts with the `name` label.
+	Labels []Label
+	// Buckets are the default histogram buckets (histograms only).
+	Buckets []float64
+}
+
+// FullName returns the metric's full name under namespace; an empty namespace means no prefix.
+func (m Metric) FullName(namespace string) string {
+	if namespace == "" {
+		return string(m.Primitive) + "_" + m.Name
+	}
+	return namespace + "_" + string(m.Primitive) + "_" + m.Name
+}
+
+// LabelNames returns the names of the metric's labels, in order.
+func (m Metric) LabelNames() []string {
+	out := make([]string, len(m.Labels))
+	for i, l := range m.Labels {
+		out[i] = l.Name
+	}
+	return out
+}
+
+// Label returns the label called name and whether the metric has it.
+func (m Metric) Label(name string) (Label, bool) {
+	for _, l := range m.Labels {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Label{}, false
+}
+
+// SeriesNames returns the names of the series the metric exposes: the full name for counters
+// and gauges; _bucket, _sum and _count for histograms.
+func (m Metric) SeriesNames(namespace string) []string {
+	n := m.FullName(namespace)
+	if m.Type == Histogram {
+		return []string{n + "_bucket", n + "_sum", n + "_count"}
+	}
+	return []string{n}
+}
+
+var nameLabel = Label{Name: LabelName}
+
+func labels(extra ...Label) []Label { return append([]Label{nameLabel}, extra...) }
+
+// Default histogram buckets, in seconds.
+var (
+	// DurationBuckets suit outbound call latencies: 5 ms to 30 s.
+	DurationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	// BackoffBuckets suit retry delays: 10 ms to 60 s (the Retry-After cap).
+	BackoffBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	// WaitBuckets suit bulkhead queueing: 1 ms to 10 s.
+	WaitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+)
+
+// The catalog entries. Their order is the exposition and documentation order.
+var (
+	BreakerState = Metric{CircuitBreaker, "state", Gauge,
+		"Effective circuit breaker state: 1 for the current state, 0 for the others.",
+		UnitNone, labels(Label{LabelState, BreakerStates}), nil}
+	BreakerTransitions = Metric{CircuitBreaker, "transitions_total", Counter,
+		"Committed circuit breaker state transitions; trips are to=\"open\".",
+		UnitNone, labels(Label{LabelFrom, BreakerStates}, Label{LabelTo, BreakerStates}), nil}
+	BreakerTrippedSince = Metric{CircuitBreaker, "tripped_since_timestamp_seconds", Gauge,
+		"Unix time of the trip that began the current not-closed episode; 0 while closed.",
+		UnitTimestamp, labels(), nil}
+	BreakerCalls = Metric{CircuitBreaker, "calls_total", Counter,
+		"Calls permitted by the circuit breaker, by outcome.",
+		UnitCalls, labels(Label{LabelKind, BreakerCallKinds}), nil}
+	BreakerNotPermitted = Metric{CircuitBreaker, "not_permitted_calls_total", Counter,
+		"Calls rejected by the circuit breaker.",
+		UnitCalls, labels(), nil}
+	BreakerCallDuration = Metric{CircuitBreaker, "call_duration_seconds", Histogram,
+		"Duration of calls permitted by the circuit breaker.",
+		UnitSeconds, labels(Label{LabelKind, BreakerDurationKinds}), DurationBuckets}
+	BreakerFailureRate = Metric{CircuitBreaker, "failure_rate", Gauge,
+		"Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.",
+		UnitRatio, labels(), nil}
+	BreakerSlowCallRate = Metric{CircuitBreaker, "slow_call_rate", Gauge,
+		"Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.",
+		UnitRatio, labels(), nil}
+	BreakerFailureRateThreshold = Metric{CircuitBreaker, "failure_rate_threshold", Gauge,
+		"Configured failure ratio at which the circuit breaker trips.",
+		UnitRatio, labels(), nil}
+	BreakerSlowCallRateThreshold = Metric{CircuitBreaker, "slow_call_rate_threshold", Gauge,
+		"Configured slow-call ratio at which the circuit breaker trips.",
+		UnitRatio, labels(), nil}
+	BreakerOpenDuration = Metric{CircuitBreaker, "open_duration_seconds", Gauge,
+		"Configured base duration of the open state.",
+		UnitSeconds, labels(), nil}
+
+	RetryCalls = Metric{Retry, "calls_total", Counter,
+		"Logical calls through the retry, by final outcome.",
+		UnitCalls, labels(Label{LabelKind, RetryCallKinds}), nil}
+	RetryAttempts = Metric{Retry, "attempts_total", Counter,
+		"Retries performed: attempts after the first.",
+		UnitCalls, labels(), nil}
+	RetryErrors = Metric{Retry, "errors_total", Counter,
+		"Failed attempts, by failure class.",
+		UnitCalls, labels(Label{LabelClass, ErrorClasses}), nil}
+	RetryBackoff = Metric{Retry, "backoff_seconds", Histogram,
+		"Delays actually waited before retries, by what set the delay.",
+		UnitSeconds, labels(Label{LabelSource, DelaySources}), BackoffBuckets}
+	RetryBudgetTokens = Metric{Retry, "budget_tokens", Gauge,
+		"Retry budget tokens available.",
+		UnitTokens, labels(), nil}
+	RetryBudgetDenied = Metric{Retry, "budget_denied_total", Counter,
+		"Retries refused by the retry budget.",
+		UnitCalls, labels(), nil}
+
+	BulkheadMaxConcurrent = Metric{Bulkhead, "max_concurrent_calls", Gauge,
+		"Configured bulkhead permits.",
+		UnitCalls, labels(), nil}
+	BulkheadInflight = Metric{Bulkhead, "inflight_calls", Gauge,
+		"Bulkhead permits in use.",
+		UnitCalls, labels(), nil}
+	BulkheadWaiting = Metric{Bulkhead, "waiting_calls", Gauge,
+		"Callers waiting for a bulkhead permit.",
+		UnitCalls, labels(), nil}
+	BulkheadCalls = Metric{Bulkhead, "calls_total", Counter,
+		"Bulkhead admission decisions.",
+		UnitCalls, labels(Label{LabelKind, BulkheadCallKinds}), nil}
+	BulkheadWaitDuration = Metric{Bulkhead, "wait_duration_seconds", Histogram,
+		"Time waited for a bulkhead permit.",
+		UnitSeconds, labels(), WaitBuckets}
+
+	TimeoutCalls = Metric{Timeout, "calls_total", Counter,
+		"Attempts run under a time limit, by outcome.",
+		UnitCalls, labels(Label{LabelKind, TimeoutCallKinds}), nil}
+
+	FallbackCalls = Metric{Fallback, "calls_total", Counter,
+		"Fallback invocations, by cause.",
+		UnitCalls, labels(Label{LabelCause, FallbackCauses}), nil}
+
+	RegistryOverflow = Metric{Registry, "overflow_total", Counter,
+		"Names refused by the registry's cardinality guard; their calls share the _overflow instance.",
+		UnitNone, []Label{{LabelPrimitive, primitiveStrings()}}, nil}
+)
+
+func primitiveStrings() []string {
+	out := make([]string, len(Primitives))
+	for i, p := range Primitives {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// All returns every catalog entry in catalog order. The slice is a copy.
+func All() []Metric {
+	return []Metric{
+		BreakerState, BreakerTransitions, BreakerTrippedSince, BreakerCalls, BreakerNotPermitted,
+		BreakerCallDuration, BreakerFailureRate, BreakerSlowCallRate, BreakerFailureRateThreshold,
+		BreakerSlowCallRateThreshold, BreakerOpenDuration,
+		RetryCalls, RetryAttempts, RetryErrors, RetryBackoff, RetryBudgetTokens, RetryBudgetDenied,
+		BulkheadMaxConcurrent, BulkheadInflight, BulkheadWaiting, BulkheadCalls, BulkheadWaitDuration,
+		TimeoutCalls,
+		FallbackCalls,
+		RegistryOverflow,
+	}
+}
+
+// ByPrimitive returns the catalog entries of one primitive kind, in catalog order.
+func ByPrimitive(p Primitive) []Metric {
+	var out []Metric
+	for _, m := range All() {
+		if m.Primitive == p {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Lookup finds the catalog entry that exports the series called series under namespace. Series
+// names of histograms (_bucket, _sum, _count) resolve to their histogram.
+func Lookup(namespace, series string) (Metric, bool) {
+	for _, m := range All() {
+		for _, s := range m.SeriesNames(namespace) {
+			if s == series {
+				return m, true
+			}
+		}
+	}
+	return Metric{}, false
+}
+
+// ValidateNamespace reports whether ns can prefix metric names: empty, or a letter or underscore
+// followed by letters, digits and underscores, without a trailing underscore.
+func ValidateNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	for i, r := range ns {
+		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return fmt.Errorf("namespace %q: invalid character %q at offset %d (want [a-zA-Z_][a-zA-Z0-9_]*)", ns, r, i)
+		}
+	}
+	if strings.HasSuffix(ns, "_") {
+		return fmt.Errorf("namespace %q: must not end with an underscore", ns)
+	}
+	return nil
+}

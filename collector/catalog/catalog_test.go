@@ -1,0 +1,110 @@
+package catalog
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	labelNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	labelValueRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+)
+
+func TestCatalogEntriesAreWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range All() {
+		name := m.FullName(DefaultNamespace)
+		t.Run(name, func(t *testing.T) {
+			require.False(t, seen[name], "duplicate metric name")
+			seen[name] = true
+			assert.Regexp(t, metricNameRE, name)
+			assert.NotEmpty(t, m.Help)
+			assert.True(t, strings.HasSuffix(m.Help, "."), "help ends with a period")
+			switch m.Type {
+			case Counter:
+				assert.True(t, strings.HasSuffix(name, "_total"), "counters end in _total")
+				assert.Nil(t, m.Buckets)
+			case Histogram:
+				assert.True(t, strings.HasSuffix(name, "_seconds"), "histograms here measure seconds")
+				require.NotEmpty(t, m.Buckets)
+				assert.True(t, sort.Float64sAreSorted(m.Buckets), "buckets sorted")
+			case Gauge:
+				assert.False(t, strings.HasSuffix(name, "_total"), "gauges do not end in _total")
+				assert.Nil(t, m.Buckets)
+			default:
+				t.Fatalf("unknown type %v", m.Type)
+			}
+			if m.Unit == UnitSeconds {
+				assert.True(t, strings.HasSuffix(name, "_seconds"), "seconds metrics end in _seconds")
+			}
+			if m.Primitive != Registry {
+				require.NotEmpty(t, m.Labels)
+				assert.Equal(t, LabelName, m.Labels[0].Name, "name label first")
+				assert.Nil(t, m.Labels[0].Values, "name is open")
+			}
+			labelSeen := map[string]bool{}
+			for _, l := range m.Labels {
+				assert.Regexp(t, labelNameRE, l.Name)
+				assert.False(t, labelSeen[l.Name], "duplicate label %s", l.Name)
+				labelSeen[l.Name] = true
+				assert.NotEqual(t, "le", l.Name, "le is reserved for histograms")
+				valueSeen := map[string]bool{}
+				for _, v := range l.Values {
+					assert.Regexp(t, labelValueRE, v)
+					assert.False(t, valueSeen[v], "duplicate value %s", v)
+					valueSeen[v] = true
+				}
+			}
+		})
+	}
+	assert.Len(t, seen, 25, "SPEC §7 lists 25 metrics")
+}
+
+func TestFullNameAndLookup(t *testing.T) {
+	assert.Equal(t, "resilience_circuitbreaker_state", BreakerState.FullName(DefaultNamespace))
+	assert.Equal(t, "acme_retry_calls_total", RetryCalls.FullName("acme"))
+	assert.Equal(t, "retry_calls_total", RetryCalls.FullName(""))
+
+	m, ok := Lookup("acme", "acme_retry_backoff_seconds_bucket")
+	require.True(t, ok)
+	assert.Equal(t, RetryBackoff.Name, m.Name)
+	_, ok = Lookup("acme", "resilience_retry_backoff_seconds_bucket")
+	assert.False(t, ok, "namespace is part of the name")
+	_, ok = Lookup(DefaultNamespace, "resilience_retry_calls")
+	assert.False(t, ok)
+
+	l, ok := BreakerTransitions.Label(LabelTo)
+	require.True(t, ok)
+	assert.Equal(t, BreakerStates, l.Values)
+	assert.Equal(t, []string{LabelName, LabelFrom, LabelTo}, BreakerTransitions.LabelNames())
+}
+
+func TestByPrimitive(t *testing.T) {
+	total := 0
+	for _, p := range append(Primitives, Registry) {
+		ms := ByPrimitive(p)
+		require.NotEmpty(t, ms, p)
+		for _, m := range ms {
+			assert.Equal(t, p, m.Primitive)
+		}
+		total += len(ms)
+	}
+	assert.Equal(t, len(All()), total, "every metric belongs to a listed primitive")
+}
+
+func TestValidateNamespace(t *testing.T) {
+	for _, ok := range []string{"", "resilience", "acme_corp", "_x", "a1"} {
+		assert.NoError(t, ValidateNamespace(ok), ok)
+	}
+	for _, bad := range []string{"1abc", "a-b", "a b", "trailing_", "ns:x"} {
+		err := ValidateNamespace(bad)
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), bad)
+	}
+}

@@ -1,0 +1,280 @@
+package classify
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestStatusTable(t *testing.T) {
+	fail := func(retry bool, class string) Verdict { return Verdict{Retryable: retry, BreakerFailure: true, Class: class} }
+	pass := func(class string) Verdict { return Verdict{Class: class} }
+	cases := []struct {
+		code       int
+		idempotent bool
+		want       Verdict
+	}{
+		{200, false, Verdict{}},
+		{204, true, Verdict{}},
+		{304, true, Verdict{}},
+		{400, true, pass(ClassHTTP4xx)},
+		{401, true, pass(ClassHTTPAuth)},
+		{403, true, pass(ClassHTTPAuth)},
+		{404, true, pass(ClassHTTP4xx)},
+		{409, true, pass(ClassHTTP4xx)},
+		{422, true, pass(ClassHTTP4xx)},
+		{425, true, pass(ClassHTTP4xx)},
+		{451, true, pass(ClassHTTP4xx)},
+		{408, false, fail(true, ClassHTTP408)},
+		{429, false, fail(true, ClassHTTP429)},
+		{500, false, fail(true, ClassHTTP5xx)},
+		{502, false, fail(true, ClassHTTP5xx)},
+		{503, false, fail(true, ClassHTTP5xx)},
+		{504, true, fail(true, ClassHTTP5xx)},
+		{504, false, fail(false, ClassHTTP5xx)},
+		{501, true, pass(ClassHTTP5xxPermanent)},
+		{505, true, pass(ClassHTTP5xxPermanent)},
+		{507, false, fail(true, ClassHTTP5xx)},
+		{511, false, fail(true, ClassHTTP5xx)},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%d/idempotent=%v", c.code, c.idempotent), func(t *testing.T) {
+			assert.Equal(t, c.want, Status(c.code, c.idempotent))
+			resp := &http.Response{StatusCode: c.code}
+			assert.Equal(t, c.want, Classify(resp, nil, c.idempotent))
+			assert.Equal(t, c.want.Failed(), c.want.Class != "")
+		})
+	}
+}
+
+func TestIsIdempotent(t *testing.T) {
+	cases := []struct {
+		method string
+		key    string
+		want   bool
+	}{
+		{http.MethodGet, "", true},
+		{http.MethodHead, "", true},
+		{http.MethodOptions, "", true},
+		{http.MethodPut, "", true},
+		{http.MethodDelete, "", true},
+		{"", "", true}, // net/http: empty method means GET
+		{http.MethodPost, "", false},
+		{http.MethodPatch, "", false},
+		{http.MethodPost, "k-1", true},
+		{http.MethodPatch, "k-2", true},
+		{http.MethodConnect, "", false},
+		{http.MethodTrace, "k", false},
+	}
+	for _, c := range cases {
+		req, err := http.NewRequest(c.method, "http://127.0.0.1/", nil)
+		require.NoError(t, err)
+		if c.key != "" {
+			req.Header.Set("Idempotency-Key", c.key)
+		}
+		assert.Equal(t, c.want, IsIdempotent(req), "%s key=%q", c.method, c.key)
+	}
+	assert.False(t, IsIdempotent(nil))
+}
+
+// get performs one request with a fresh transport (no connection reuse, no proxy) and a bound.
+func get(t *testing.T, method, url string, timeout time.Duration) (*http.Response, error) {
+	t.Helper()
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: timeout}
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	resp, err := client.Do(req)
+	if resp != nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	return resp, err
+}
+
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// tcpServer accepts connections and hands each to handle; it stops with the test.
+func tcpServer(t *testing.T, handle func(c *net.TCPConn)) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			handle(c.(*net.TCPConn))
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close(); <-done })
+	return l.Addr().String()
+}
+
+func TestTransportErrorsFromRealOperations(t *testing.T) {
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer untrusted.Close()
+
+	reset := tcpServer(t, func(c *net.TCPConn) {
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf) // read the request, then abort the connection with RST
+		_ = c.SetLinger(0)
+		_ = c.Close()
+	})
+	alert := tcpServer(t, func(c *net.TCPConn) {
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf) // read the ClientHello, answer with a fatal handshake_failure alert
+		_, _ = c.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28})
+		_ = c.Close()
+	})
+	hold := make(chan struct{})
+	silent := tcpServer(t, func(c *net.TCPConn) {
+		go func() { <-hold; _ = c.Close() }() // accept, never answer
+	})
+	defer close(hold)
+
+	cases := []struct {
+		name   string
+		method string
+		url    string
+		want   Verdict
+	}{
+		{"connection refused", "GET", "http://" + closedPort(t) + "/", Verdict{true, true, ClassConnRefused}},
+		{"connection reset", "GET", "http://" + reset + "/", Verdict{true, true, ClassConnReset}},
+		{"dns failure", "GET", "http://stormwatch-test.invalid/", Verdict{true, true, ClassDNS}},
+		{"untrusted certificate", "GET", untrusted.URL + "/", Verdict{false, true, ClassTLSCert}},
+		{"tls handshake alert", "GET", "https://" + alert + "/", Verdict{true, true, ClassTLS}},
+		{"read timeout, idempotent", "GET", "http://" + silent + "/", Verdict{true, true, ClassTimeout}},
+		{"read timeout, not idempotent", "POST", "http://" + silent + "/", Verdict{false, true, ClassTimeout}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, err := get(t, c.method, c.url, 300*time.Millisecond)
+			require.Error(t, err)
+			req, _ := http.NewRequest(c.method, c.url, nil)
+			assert.Equal(t, c.want, Classify(resp, err, IsIdempotent(req)), "error: %v", err)
+		})
+	}
+}
+
+func TestAttemptDeadlineAndCallerCancellation(t *testing.T) {
+	hold := make(chan struct{})
+	silent := tcpServer(t, func(c *net.TCPConn) { go func() { <-hold; _ = c.Close() }() })
+	defer close(hold)
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+
+	// The attempt's own deadline fires: a timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+silent+"/", nil)
+	_, err := tr.RoundTrip(req)
+	cancel()
+	require.Error(t, err)
+	assert.Equal(t, Verdict{true, true, ClassTimeout}, Classify(nil, err, true))
+	assert.Equal(t, Verdict{false, true, ClassTimeout}, Classify(nil, err, false))
+
+	// The caller cancels: never retried, not a breaker failure.
+	ctx, cancel = context.WithCancel(context.Background())
+	req, _ = http.NewRequestWithContext(ctx, "GET", "http://"+silent+"/", nil)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, Verdict{Class: ClassCanceled}, Classify(nil, err, true))
+}
+
+type fakeRejection struct{ name string }
+
+func (e *fakeRejection) Error() string  { return "circuit breaker " + e.name + " is open" }
+func (e *fakeRejection) Rejected() bool { return true }
+
+type notRejection struct{}
+
+func (notRejection) Error() string  { return "looks like a rejection" }
+func (notRejection) Rejected() bool { return false }
+
+func TestErrorTable(t *testing.T) {
+	cases := []struct {
+		name       string
+		err        error
+		idempotent bool
+		want       Verdict
+	}{
+		{"nil", nil, false, Verdict{}},
+		{"own rejection", &fakeRejection{"payments"}, true, Verdict{Class: ClassRejected}},
+		{"wrapped rejection", fmt.Errorf("call: %w", &fakeRejection{"payments"}), true, Verdict{Class: ClassRejected}},
+		{"Rejected() false is an ordinary error", notRejection{}, true, Verdict{true, true, ClassError}},
+		{"caller cancelled", fmt.Errorf("db: %w", context.Canceled), true, Verdict{Class: ClassCanceled}},
+		{"deadline, idempotent", context.DeadlineExceeded, true, Verdict{true, true, ClassTimeout}},
+		{"deadline, not idempotent", context.DeadlineExceeded, false, Verdict{false, true, ClassTimeout}},
+		{"os deadline", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, false, Verdict{false, true, ClassTimeout}},
+		{"dial timeout: never sent", &net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, false, Verdict{true, true, ClassTimeout}},
+		{"refused syscall", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false, Verdict{true, true, ClassConnRefused}},
+		{"reset syscall", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false, Verdict{true, true, ClassConnReset}},
+		{"unexpected EOF", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), false, Verdict{true, true, ClassConnReset}},
+		{"dns", &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, false, Verdict{true, true, ClassDNS}},
+		{"dns timeout is dns", &net.DNSError{Err: "timeout", Name: "x", IsTimeout: true}, false, Verdict{true, true, ClassDNS}},
+		{"other", errors.New("boom"), false, Verdict{true, true, ClassError}},
+		{"permanent keeps class", Permanent(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), true, Verdict{false, true, ClassConnRefused}},
+		{"business", Business(errors.New("insufficient balance")), true, Verdict{Class: ClassError}},
+		{"tls record header", fmt.Errorf("x: %w", tls.RecordHeaderError{Msg: "bad"}), true, Verdict{true, true, ClassTLS}},
+		{"remote tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true, Verdict{true, true, ClassTLS}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, ClassifyError(c.err, c.idempotent))
+		})
+	}
+	assert.Nil(t, Permanent(nil))
+	assert.Nil(t, Business(nil))
+	base := errors.New("x")
+	assert.ErrorIs(t, Permanent(base), base)
+	assert.ErrorIs(t, Business(base), base)
+	assert.Equal(t, "x", Business(base).Error())
+}
+
+func TestClassIndexCoversClasses(t *testing.T) {
+	for i, c := range Classes {
+		assert.Equal(t, i, ClassIndex(c), c)
+	}
+	assert.Equal(t, -1, ClassIndex("nope"))
+	assert.Equal(t, -1, ClassIndex(""))
+}
+
+func ExampleClassify() {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/orders", nil)
+	resp := &http.Response{StatusCode: http.StatusGatewayTimeout, Request: req}
+	fmt.Println(Classify(resp, nil, IsIdempotent(req)))
+
+	req.Header.Set("Idempotency-Key", "order-42")
+	fmt.Println(Classify(resp, nil, IsIdempotent(req)))
+
+	fmt.Println(Classify(&http.Response{StatusCode: http.StatusNotFound}, nil, true))
+	// Output:
+	// {false true http_5xx}
+	// {true true http_5xx}
+	// {false false http_4xx}
+}

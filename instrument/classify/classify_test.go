@@ -22,7 +22,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStatusTable(t *testing.T) {
-	fail := func(retry bool, class string) Verdict { return Verdict{Retryable: retry, BreakerFailure: true, Class: class} }
+	fail := func(retry bool, class string) Verdict {
+		return Verdict{Retryable: retry, BreakerFailure: true, Class: class}
+	}
 	pass := func(class string) Verdict { return Verdict{Class: class} }
 	cases := []struct {
 		code       int

@@ -3,6 +3,7 @@ module github.com/stormwatch-go/stormwatch
 go 1.25.0
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus/client_golang v1.24.1
 	github.com/stretchr/testify v1.12.1
 )

@@ -1,0 +1,209 @@
+package dashboards
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+)
+
+// Defaults applied to the zero fields of a Config.
+const (
+	// DefaultTitlePrefix starts every dashboard title: "stormwatch / Overview".
+	DefaultTitlePrefix = "stormwatch"
+	// DefaultUIDPrefix starts every dashboard uid and file name: "stormwatch-overview".
+	DefaultUIDPrefix = "stormwatch"
+	// NoNamespace, as Config.Namespace, asks for metric names without a prefix
+	// (circuitbreaker_state instead of resilience_circuitbreaker_state), matching a collector
+	// built with collector.WithNamespace(""). An empty Config.Namespace means
+	// catalog.DefaultNamespace.
+	NoNamespace = "-"
+)
+
+// maxUID is Grafana's limit on dashboard uid length.
+const maxUID = 40
+
+// uidSuffixes are appended to the uid prefix, one per dashboard; the longest bounds the prefix.
+var uidSuffixes = []string{overviewSuffix, dependencySuffix}
+
+const (
+	overviewSuffix   = "-overview"
+	dependencySuffix = "-dependency"
+)
+
+// MaxUIDPrefixLen is the longest UIDPrefix whose dashboard uids stay within Grafana's 40
+// characters.
+var MaxUIDPrefixLen = maxUID - longest(uidSuffixes)
+
+func longest(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n = max(n, len(s))
+	}
+	return n
+}
+
+// Config says how to generate the dashboards. The zero value generates the defaults.
+type Config struct {
+	// Namespace is the metric name prefix the collector was built with. "" means
+	// catalog.DefaultNamespace ("resilience"); NoNamespace means no prefix. Anything else must
+	// pass catalog.ValidateNamespace.
+	Namespace string
+	// Selector holds extra PromQL label matchers added to every vector selector of every query
+	// and variable, e.g. `job="checkout", env!~"dev|test"`. Empty means none.
+	Selector string
+	// TitlePrefix starts every dashboard title ("<TitlePrefix> / Overview"); "" means
+	// DefaultTitlePrefix.
+	TitlePrefix string
+	// UIDPrefix starts every dashboard uid and output file name ("<UIDPrefix>-overview"); ""
+	// means DefaultUIDPrefix. Letters, digits, '-' and '_', at most MaxUIDPrefixLen characters.
+	UIDPrefix string
+	// Provisioning also emits a Grafana file-provisioning YAML for the dashboards.
+	Provisioning bool
+}
+
+// resolved is a validated Config with its defaults applied.
+type resolved struct {
+	ns           string // "" means no prefix
+	selector     string // trimmed; "" means none
+	titlePrefix  string
+	uidPrefix    string
+	provisioning bool
+}
+
+// resolve validates cfg and applies its defaults. Errors name the field and its value.
+func (cfg Config) resolve() (resolved, error) {
+	r := resolved{
+		ns:           cfg.Namespace,
+		selector:     strings.TrimSpace(cfg.Selector),
+		titlePrefix:  cfg.TitlePrefix,
+		uidPrefix:    cfg.UIDPrefix,
+		provisioning: cfg.Provisioning,
+	}
+	switch r.ns {
+	case "":
+		r.ns = catalog.DefaultNamespace
+	case NoNamespace:
+		r.ns = ""
+	default:
+		if err := catalog.ValidateNamespace(r.ns); err != nil {
+			return resolved{}, fmt.Errorf("dashboards: Namespace: %w", err)
+		}
+	}
+	if r.titlePrefix == "" {
+		r.titlePrefix = DefaultTitlePrefix
+	}
+	if err := checkTitlePrefix(r.titlePrefix); err != nil {
+		return resolved{}, err
+	}
+	if r.uidPrefix == "" {
+		r.uidPrefix = DefaultUIDPrefix
+	}
+	if err := checkUIDPrefix(r.uidPrefix); err != nil {
+		return resolved{}, err
+	}
+	if r.selector != "" {
+		if err := checkSelector(r.selector); err != nil {
+			return resolved{}, fmt.Errorf("dashboards: Selector %q: %w", cfg.Selector, err)
+		}
+		r.selector = strings.TrimSpace(strings.TrimSuffix(r.selector, ","))
+	}
+	return r, nil
+}
+
+func checkTitlePrefix(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("dashboards: TitlePrefix %q: not valid UTF-8", s)
+	}
+	if strings.TrimSpace(s) != s {
+		return fmt.Errorf("dashboards: TitlePrefix %q: leading or trailing white space", s)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("dashboards: TitlePrefix %q: control character %q", s, r)
+		}
+	}
+	return nil
+}
+
+func checkUIDPrefix(s string) error {
+	if len(s) > MaxUIDPrefixLen {
+		return fmt.Errorf("dashboards: UIDPrefix %q: %d characters, at most %d allowed (Grafana uids are at most %d)",
+			s, len(s), MaxUIDPrefixLen, maxUID)
+	}
+	for i, r := range s {
+		if !(r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
+			return fmt.Errorf("dashboards: UIDPrefix %q: invalid character %q at offset %d (want [a-zA-Z0-9_-])", s, r, i)
+		}
+	}
+	return nil
+}
+
+// checkSelector is a light lexical check of a comma-separated list of PromQL label matchers
+// (label op "value"). It catches typos such as a missing quote or a brace; it does not check
+// regular expressions. Strict parsing against the real PromQL grammar is the CLI's job.
+func checkSelector(s string) error {
+	i := 0
+	skip := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+	}
+	for n := 0; ; n++ {
+		skip()
+		if i == len(s) {
+			if n == 0 {
+				return fmt.Errorf("no matcher")
+			}
+			return nil // a trailing comma is valid PromQL
+		}
+		start := i
+		for i < len(s) && (s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (i > start && s[i] >= '0' && s[i] <= '9')) {
+			i++
+		}
+		if i == start {
+			return fmt.Errorf("want a label name at offset %d", i)
+		}
+		if s[start:i] == "__name__" {
+			return fmt.Errorf("matcher on __name__ at offset %d: the metric names come from the catalog", start)
+		}
+		skip()
+		switch {
+		case strings.HasPrefix(s[i:], "=~"), strings.HasPrefix(s[i:], "!="), strings.HasPrefix(s[i:], "!~"):
+			i += 2
+		case strings.HasPrefix(s[i:], "="):
+			i++
+		default:
+			return fmt.Errorf("want =, !=, =~ or !~ at offset %d", i)
+		}
+		skip()
+		if i == len(s) || (s[i] != '"' && s[i] != '\'' && s[i] != '`') {
+			return fmt.Errorf("want a quoted value at offset %d", i)
+		}
+		q := s[i]
+		i++
+		for i < len(s) && s[i] != q {
+			if s[i] == '\\' && q != '`' {
+				i++
+			}
+			if i < len(s) && s[i] == '\n' {
+				return fmt.Errorf("newline in value at offset %d", i)
+			}
+			i++
+		}
+		if i >= len(s) {
+			return fmt.Errorf("unterminated value")
+		}
+		i++
+		skip()
+		if i == len(s) {
+			return nil
+		}
+		if s[i] != ',' {
+			return fmt.Errorf("want ',' at offset %d", i)
+		}
+		i++
+	}
+}

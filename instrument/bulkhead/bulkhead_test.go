@@ -1,0 +1,538 @@
+package bulkhead
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		bh   string
+		cfg  Config
+		want string
+	}{
+		{"empty name", "", Config{MaxConcurrent: 1}, "name must not be empty"},
+		{"zero permits", "db", Config{}, `bulkhead "db": MaxConcurrent = 0: must be between 1`},
+		{"negative permits", "db", Config{MaxConcurrent: -3}, "MaxConcurrent = -3"},
+		{"too many permits", "db", Config{MaxConcurrent: 1 << 40}, "MaxConcurrent = 1099511627776"},
+		{"negative wait", "db", Config{MaxConcurrent: 1, MaxWait: -time.Second}, `bulkhead "db": MaxWait = -1s: must not be negative`},
+		{"empty buckets", "db", Config{MaxConcurrent: 1, WaitBuckets: []float64{}}, "WaitBuckets = []: must hold at least one bound"},
+		{"unsorted buckets", "db", Config{MaxConcurrent: 1, WaitBuckets: []float64{1, 0.5}}, "WaitBuckets = [1 0.5]: bound 0.5 after 1: must be strictly increasing"},
+		{"zero bucket", "db", Config{MaxConcurrent: 1, WaitBuckets: []float64{0, 1}}, "bound 0: must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := New(tt.bh, tt.cfg)
+			require.Error(t, err)
+			assert.Nil(t, b)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+
+	b, err := New("db", Config{MaxConcurrent: 3, MaxWait: time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, "db", b.Name())
+	assert.Equal(t, 3, b.MaxConcurrent())
+	assert.Equal(t, time.Second, b.MaxWait())
+	assert.Equal(t, DefaultWaitBuckets, b.Stats().Wait.Bounds)
+}
+
+func TestFullError(t *testing.T) {
+	b, err := New("payments", Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	defer release()
+
+	_, err = b.Acquire(context.Background())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrFull)
+	assert.EqualError(t, err, `bulkhead "payments" full: 1 calls in flight`)
+	var rej interface{ Rejected() bool }
+	require.ErrorAs(t, err, &rej)
+	assert.True(t, rej.Rejected())
+	var fc interface{ FallbackCause() string }
+	require.ErrorAs(t, err, &fc)
+	assert.Equal(t, "bulkhead_full", fc.FallbackCause())
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+
+	waiting := &FullError{Name: "x", MaxConcurrent: 2, MaxWait: 100 * time.Millisecond}
+	assert.EqualError(t, waiting, `bulkhead "x" full: 2 calls in flight, no permit within 100ms`)
+}
+
+// TestThousandCallers is the issue's acceptance test: 1,000 goroutines against 10 permits. The
+// first ten callers admitted wait for each other inside the call, so the maximum is reached for
+// certain; the test checks it is never exceeded and every caller is counted once.
+func TestThousandCallers(t *testing.T) {
+	tests := []struct {
+		name          string
+		maxWait       time.Duration
+		clock         clock.Clock
+		wantPermitted int // -1: any
+	}{
+		{"reject at once", 0, nil, 10},
+		{"wait for a permit (timer never fires)", time.Hour, clock.NewFake(epoch), 1000},
+		{"wait briefly on the wall clock", time.Millisecond, nil, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const callers, permits = 1000, 10
+			b, err := New("dep", Config{MaxConcurrent: permits, MaxWait: tt.maxWait, Clock: tt.clock})
+			require.NoError(t, err)
+
+			var cur, peak atomic.Int64
+			var firstWave sync.WaitGroup
+			firstWave.Add(permits)
+			var entered atomic.Int64
+			var permitted, rejected atomic.Int64
+
+			// With MaxWait 0 the first wave must not leave before every caller has been decided,
+			// or later callers would find free permits; `decided` tracks that.
+			var decided sync.WaitGroup
+			decided.Add(callers)
+			holdFirstWave := tt.wantPermitted == permits
+
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := b.Do(context.Background(), func(context.Context) error {
+						decided.Done()
+						n := cur.Add(1)
+						for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+						}
+						if entered.Add(1) <= permits {
+							firstWave.Done()
+							firstWave.Wait()
+							if holdFirstWave {
+								decided.Wait()
+							}
+						}
+						cur.Add(-1)
+						return nil
+					})
+					if err != nil {
+						decided.Done()
+						assert.ErrorIs(t, err, ErrFull)
+						rejected.Add(1)
+						return
+					}
+					permitted.Add(1)
+				}()
+			}
+			wg.Wait()
+
+			assert.Equal(t, int64(permits), peak.Load(), "in-flight maximum")
+			assert.Equal(t, int64(callers), permitted.Load()+rejected.Load())
+			if tt.wantPermitted >= 0 {
+				assert.Equal(t, int64(tt.wantPermitted), permitted.Load())
+			}
+			st := b.Stats()
+			assert.Equal(t, uint64(permitted.Load()), st.Permitted)
+			assert.Equal(t, uint64(rejected.Load()), st.Rejected)
+			assert.Equal(t, 0, st.InFlight)
+			assert.Equal(t, 0, st.Waiting)
+			assert.Equal(t, uint64(callers), st.Wait.Count, "one wait observation per decision")
+		})
+	}
+}
+
+// queue starts n callers that each wait for a permit of b (whose clock is fake) and returns a
+// channel receiving each caller's index as it is admitted; it returns only once all n are
+// queued, in index order.
+func queue(t *testing.T, b *Bulkhead, fake *clock.Fake, n int, wg *sync.WaitGroup) chan int {
+	t.Helper()
+	admitted := make(chan int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, b.Do(context.Background(), func(context.Context) error {
+				admitted <- i
+				return nil
+			}))
+		}()
+		require.True(t, fake.WaitForTimers(i+1, nil), "caller %d queued", i)
+	}
+	return admitted
+}
+
+func TestWaitersAreAdmittedInFIFOOrder(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+
+	const n = 20
+	var wg sync.WaitGroup
+	admitted := queue(t, b, fake, n, &wg)
+	assert.Equal(t, n, b.Stats().Waiting)
+	assert.Equal(t, 1, b.Stats().InFlight)
+
+	fake.Advance(30 * time.Millisecond) // every waiter has waited 30ms when admitted
+	release()
+	wg.Wait()
+	close(admitted)
+	var order []int
+	for i := range admitted {
+		order = append(order, i)
+	}
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	assert.Equal(t, want, order)
+
+	st := b.Stats()
+	assert.Equal(t, uint64(n+1), st.Permitted)
+	assert.Equal(t, 0, st.InFlight)
+	assert.Equal(t, 0, st.Waiting)
+	// One decision at once (le=0.001 …), twenty after 30ms (le=0.05 …).
+	assert.Equal(t, []uint64{1, 1, 1, 1, n + 1, n + 1, n + 1, n + 1, n + 1, n + 1, n + 1, n + 1}, st.Wait.Counts)
+	assert.Equal(t, uint64(n+1), st.Wait.Count)
+	assert.InDelta(t, 0.6, st.Wait.Sum, 1e-9)
+}
+
+func TestNewcomersDoNotOvertakeWaiters(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	b, err := New("dep", Config{MaxConcurrent: 2, MaxWait: time.Hour, Clock: fake})
+	require.NoError(t, err)
+	r1, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	r2, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	admittedWaiter := make(chan struct{})
+	holdWaiter := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		assert.NoError(t, b.Do(context.Background(), func(context.Context) error {
+			close(admittedWaiter)
+			<-holdWaiter
+			return nil
+		}))
+	}()
+	require.True(t, fake.WaitForTimers(1, nil))
+
+	r1() // handed to the waiter, not freed
+	<-admittedWaiter
+	st := b.Stats()
+	assert.Equal(t, 2, st.InFlight)
+	assert.Equal(t, 0, st.Waiting)
+
+	// A newcomer finds no free permit: the released one went to the waiter. (A free permit would
+	// be taken without looking at the context; this one can only queue, and its context is over.)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = b.Acquire(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	close(holdWaiter)
+	wg.Wait()
+	r2()
+	assert.Equal(t, 0, b.Stats().InFlight)
+}
+
+func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	hub := new(events.Hub)
+	var got []events.Rejection
+	hub.Rejections.Add(func(e events.Rejection) { got = append(got, e) })
+	b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: 200 * time.Millisecond, Clock: fake, Events: hub})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	defer release()
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(context.Background())
+		errc <- err
+	}()
+	require.True(t, fake.WaitForTimers(1, nil))
+	fake.Advance(199 * time.Millisecond)
+	assert.Equal(t, 1, b.Stats().Waiting, "still waiting 1ms before MaxWait")
+	fake.Advance(time.Millisecond)
+	err = <-errc
+	require.ErrorIs(t, err, ErrFull)
+	assert.EqualError(t, err, `bulkhead "dep" full: 1 calls in flight, no permit within 200ms`)
+
+	st := b.Stats()
+	assert.Equal(t, 0, st.Waiting)
+	assert.Equal(t, 1, st.InFlight)
+	assert.Equal(t, uint64(1), st.Permitted)
+	assert.Equal(t, uint64(1), st.Rejected)
+	assert.Equal(t, []uint64{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2}, st.Wait.Counts, "the rejected caller waited 200ms")
+	assert.InDelta(t, 0.2, st.Wait.Sum, 1e-9)
+	require.Len(t, got, 1)
+	assert.Equal(t, events.Rejection{Primitive: "bulkhead", Name: "dep", At: epoch.Add(200 * time.Millisecond)}, got[0])
+}
+
+func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
+	tests := []struct {
+		name   string
+		cancel func(context.Context) (context.Context, func())
+		want   error
+	}{
+		{"cancelled", func(p context.Context) (context.Context, func()) {
+			ctx, cancel := context.WithCancel(p)
+			return ctx, cancel
+		}, context.Canceled},
+		{"cause", func(p context.Context) (context.Context, func()) {
+			ctx, cancel := context.WithCancelCause(p)
+			return ctx, func() { cancel(errShutdown) }
+		}, errShutdown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := clock.NewFake(epoch)
+			b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake})
+			require.NoError(t, err)
+			release, err := b.Acquire(context.Background())
+			require.NoError(t, err)
+
+			ctx, cancel := tt.cancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				errc <- b.Do(ctx, func(context.Context) error {
+					t.Error("must not run")
+					return nil
+				})
+			}()
+			require.True(t, fake.WaitForTimers(1, nil))
+			fake.Advance(10 * time.Millisecond)
+			cancel()
+			err = <-errc
+			require.ErrorIs(t, err, tt.want)
+			assert.NotErrorIs(t, err, ErrFull)
+			assert.Contains(t, err.Error(), `bulkhead "dep": gave up waiting for a permit`)
+			assert.Equal(t, 0, fake.Timers(), "the MaxWait timer is stopped")
+
+			st := b.Stats()
+			assert.Equal(t, 0, st.Waiting)
+			assert.Equal(t, 1, st.InFlight)
+			assert.Equal(t, uint64(1), st.Rejected)
+			release()
+			assert.Equal(t, 0, b.Stats().InFlight, "the permit went back to the pool, not to the gone waiter")
+		})
+	}
+}
+
+var errShutdown = errors.New("shutting down")
+
+func TestAlreadyEndedContextDoesNotQueue(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	// A free permit is taken without looking at ctx (the call itself will).
+	release, err := b.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = b.Acquire(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 0, fake.Timers())
+	release()
+	st := b.Stats()
+	assert.Equal(t, uint64(1), st.Permitted)
+	assert.Equal(t, uint64(1), st.Rejected)
+	assert.Equal(t, []uint64{2}, st.Wait.Counts[:1], "neither decision waited")
+}
+
+func TestPermitIsReleasedOnPanicAndCancellation(t *testing.T) {
+	b, err := New("dep", Config{MaxConcurrent: 2})
+	require.NoError(t, err)
+
+	for range 5 {
+		assert.PanicsWithValue(t, "boom", func() {
+			_ = b.Do(context.Background(), func(context.Context) error { panic("boom") })
+		})
+		assert.PanicsWithValue(t, "boom", func() {
+			_, _ = Call(context.Background(), b, func(context.Context) (int, error) { panic("boom") })
+		})
+	}
+	assert.Equal(t, 0, b.Stats().InFlight)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 2)
+	started := make(chan struct{}, 2)
+	for range 2 {
+		go func() {
+			errc <- b.Do(ctx, func(ctx context.Context) error {
+				started <- struct{}{}
+				<-ctx.Done()
+				return ctx.Err()
+			})
+		}()
+	}
+	<-started
+	<-started
+	assert.Equal(t, 2, b.Stats().InFlight)
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	require.ErrorIs(t, <-errc, context.Canceled)
+	st := b.Stats()
+	assert.Equal(t, 0, st.InFlight)
+	assert.Equal(t, uint64(12), st.Permitted)
+	assert.Equal(t, uint64(0), st.Rejected)
+}
+
+func TestCallReturnsTheValue(t *testing.T) {
+	b, err := New("dep", Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	v, err := Call(context.Background(), b, func(context.Context) (string, error) { return "ok", nil })
+	require.NoError(t, err)
+	assert.Equal(t, "ok", v)
+
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	v, err = Call(context.Background(), b, func(context.Context) (string, error) {
+		t.Error("must not run")
+		return "ran", nil
+	})
+	require.ErrorIs(t, err, ErrFull)
+	assert.Empty(t, v)
+	release()
+}
+
+func TestReleaseMoreThanAcquiredPanics(t *testing.T) {
+	b, err := New("dep", Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	release()
+	assert.PanicsWithValue(t, `bulkhead "dep": release called more often than a permit was acquired`, release)
+
+	_, err = b.Acquire(context.Background())
+	require.NoError(t, err)
+	noopRelease, err := b.Acquire(context.Background())
+	require.ErrorIs(t, err, ErrFull)
+	assert.NotPanics(t, noopRelease, "the release returned with an error is a no-op")
+	assert.Equal(t, 1, b.Stats().InFlight)
+}
+
+func TestRejectionEventsOnlyWhenListened(t *testing.T) {
+	hub := new(events.Hub)
+	b, err := New("dep", Config{MaxConcurrent: 1, Events: hub})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	defer release()
+	_, err = b.Acquire(context.Background()) // no listener: nothing to observe, nothing breaks
+	require.ErrorIs(t, err, ErrFull)
+
+	var n int
+	remove := hub.Rejections.Add(func(e events.Rejection) {
+		n++
+		assert.Equal(t, "bulkhead", e.Primitive)
+		assert.Equal(t, "dep", e.Name)
+		assert.Empty(t, e.State)
+	})
+	_, err = b.Acquire(context.Background())
+	require.ErrorIs(t, err, ErrFull)
+	remove()
+	_, err = b.Acquire(context.Background())
+	require.ErrorIs(t, err, ErrFull)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, uint64(3), b.Stats().Rejected)
+}
+
+func TestCustomWaitBuckets(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: 5 * time.Second, WaitBuckets: []float64{0.1, 1}, Clock: fake})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(context.Background())
+		errc <- err
+	}()
+	require.True(t, fake.WaitForTimers(1, nil))
+	fake.Advance(5 * time.Second) // waits beyond the last bound: only in +Inf
+	require.ErrorIs(t, <-errc, ErrFull)
+	release()
+	st := b.Stats()
+	assert.Equal(t, []float64{0.1, 1}, st.Wait.Bounds)
+	assert.Equal(t, []uint64{1, 1}, st.Wait.Counts)
+	assert.Equal(t, uint64(2), st.Wait.Count)
+	assert.InDelta(t, 5.0, st.Wait.Sum, 1e-9)
+}
+
+func TestUncontendedAcquireReleaseDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	b, err := New("dep", Config{MaxConcurrent: 4})
+	require.NoError(t, err)
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	allocs := testing.AllocsPerRun(1000, func() {
+		release, err := b.Acquire(ctx)
+		if err != nil {
+			panic(err)
+		}
+		release()
+		_ = b.Do(ctx, fn)
+	})
+	assert.Zero(t, allocs)
+	// Rejections reuse the bulkhead's FullError.
+	full, err := New("full", Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	release, err := full.Acquire(ctx)
+	require.NoError(t, err)
+	defer release()
+	allocs = testing.AllocsPerRun(1000, func() { _, _ = full.Acquire(ctx) })
+	assert.Zero(t, allocs)
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	bh, err := New("dep", Config{MaxConcurrent: 1 << 20})
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		release, err := bh.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+	}
+}
+
+func BenchmarkAcquireReleaseParallel(b *testing.B) {
+	bh, err := New("dep", Config{MaxConcurrent: 1 << 20})
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			release, err := bh.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			release()
+		}
+	})
+}

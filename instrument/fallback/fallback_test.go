@@ -1,0 +1,292 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
+)
+
+// The tests use timeouts on a fake clock, whose attempts watch their timer in a goroutine.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Local stand-ins for the breaker's and the retry's errors, implementing the contract.
+type openError struct{}
+
+func (openError) Error() string         { return "circuit open" }
+func (openError) Rejected() bool        { return true }
+func (openError) FallbackCause() string { return "circuit_open" }
+
+type exhaustedError struct{ last error }
+
+func (e exhaustedError) Error() string         { return "retries exhausted: " + e.last.Error() }
+func (e exhaustedError) Unwrap() error         { return e.last }
+func (e exhaustedError) FallbackCause() string { return "retries_exhausted" }
+
+type oddCauser struct{ err error }
+
+func (e oddCauser) Error() string         { return "odd" }
+func (e oddCauser) Unwrap() error         { return e.err }
+func (e oddCauser) FallbackCause() string { return "not-a-cause" }
+
+// realErrors returns the errors of stormwatch's own bulkhead and timeout.
+func realErrors(t *testing.T) (full, timedOut error) {
+	t.Helper()
+	b, err := bulkhead.New("dep", bulkhead.Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	release, err := b.Acquire(context.Background())
+	require.NoError(t, err)
+	defer release()
+	_, full = b.Acquire(context.Background())
+	require.ErrorIs(t, full, bulkhead.ErrFull)
+
+	fake := clock.NewFake(epoch)
+	to, err := timeout.New("dep", timeout.Config{Timeout: time.Second, Clock: fake})
+	require.NoError(t, err)
+	actx, a := to.Start(context.Background())
+	fake.Advance(time.Second)
+	<-actx.Done()
+	timedOut = a.Finish(actx.Err())
+	require.ErrorIs(t, timedOut, timeout.ErrTimedOut)
+	return full, timedOut
+}
+
+func TestDefaultClassify(t *testing.T) {
+	full, timedOut := realErrors(t)
+	plain := errors.New("boom")
+	tests := []struct {
+		name string
+		err  error
+		want Cause
+	}{
+		{"breaker open", openError{}, CauseCircuitOpen},
+		{"breaker open, wrapped", fmt.Errorf("call: %w", openError{}), CauseCircuitOpen},
+		{"bulkhead full", full, CauseBulkheadFull},
+		{"bulkhead full, wrapped", fmt.Errorf("call: %w", full), CauseBulkheadFull},
+		{"attempt timed out", timedOut, CauseTimeout},
+		{"retries exhausted on timeouts: the outermost cause wins", exhaustedError{last: timedOut}, CauseRetriesExhausted},
+		{"retries exhausted on errors", exhaustedError{last: plain}, CauseRetriesExhausted},
+		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), CauseTimeout},
+		{"joined", errors.Join(plain, fmt.Errorf("x: %w", openError{})), CauseCircuitOpen},
+		{"invalid cause string is skipped", oddCauser{err: full}, CauseBulkheadFull},
+		{"invalid cause string alone", oddCauser{err: plain}, CauseError},
+		{"plain error", plain, CauseError},
+		{"cancelled", context.Canceled, CauseError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, DefaultClassify(tt.err))
+		})
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name, fb string
+		cfg      Config
+		want     string
+	}{
+		{"empty name", "", Config{}, "fallback: name must not be empty"},
+		{"empty On", "prices", Config{On: []Cause{}}, `fallback "prices": On = []: list at least one cause, or leave it nil for all`},
+		{"unknown cause", "prices", Config{On: []Cause{CauseTimeout, "tripped"}}, `fallback "prices": On contains "tripped": not a cause (want one of [circuit_open bulkhead_full timeout retries_exhausted error])`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := New(tt.fb, tt.cfg)
+			require.Error(t, err)
+			assert.Nil(t, f)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+	f, err := New("prices", Config{On: []Cause{CauseCircuitOpen, CauseBulkheadFull}})
+	require.NoError(t, err)
+	assert.Equal(t, "prices", f.Name())
+	assert.True(t, f.Handles(CauseCircuitOpen))
+	assert.False(t, f.Handles(CauseError))
+	assert.False(t, f.Handles("bogus"))
+	all, err := New("all", Config{})
+	require.NoError(t, err)
+	for _, c := range Causes {
+		assert.True(t, all.Handles(c), c)
+	}
+}
+
+func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
+	full, timedOut := realErrors(t)
+	plain := errors.New("boom")
+	type result struct {
+		v            string
+		fromFallback bool
+		err          error
+	}
+	tests := []struct {
+		name      string
+		on        []Cause
+		ctx       func() (context.Context, context.CancelFunc)
+		callErr   error
+		want      result
+		wantCause Cause // "" when the fallback must not run
+	}{
+		{name: "success is real data", want: result{v: "real"}},
+		{name: "open circuit", callErr: openError{}, want: result{v: "cached", fromFallback: true}, wantCause: CauseCircuitOpen},
+		{name: "bulkhead full", callErr: full, want: result{v: "cached", fromFallback: true}, wantCause: CauseBulkheadFull},
+		{name: "timeout", callErr: timedOut, want: result{v: "cached", fromFallback: true}, wantCause: CauseTimeout},
+		{name: "retries exhausted", callErr: exhaustedError{last: plain}, want: result{v: "cached", fromFallback: true}, wantCause: CauseRetriesExhausted},
+		{name: "other error", callErr: plain, want: result{v: "cached", fromFallback: true}, wantCause: CauseError},
+		{name: "cause not chosen", on: []Cause{CauseCircuitOpen}, callErr: plain, want: result{v: "partial", err: plain}},
+		{name: "chosen cause", on: []Cause{CauseCircuitOpen}, callErr: openError{}, want: result{v: "cached", fromFallback: true}, wantCause: CauseCircuitOpen},
+		{
+			name: "caller cancelled: nobody to answer",
+			ctx: func() (context.Context, context.CancelFunc) {
+				ctx, c := context.WithCancel(context.Background())
+				c()
+				return ctx, c
+			},
+			callErr: context.Canceled,
+			want:    result{v: "partial", err: context.Canceled},
+		},
+		{
+			name: "caller's deadline passed: degraded answer",
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			},
+			callErr:   context.DeadlineExceeded,
+			want:      result{v: "cached", fromFallback: true},
+			wantCause: CauseTimeout,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := new(events.Hub)
+			var got []events.Fallback
+			hub.Fallbacks.Add(func(e events.Fallback) { got = append(got, e) })
+			f, err := New("prices", Config{On: tt.on, Clock: clock.NewFake(epoch), Events: hub})
+			require.NoError(t, err)
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if tt.ctx != nil {
+				ctx, cancel = tt.ctx()
+			}
+			defer cancel()
+
+			var fbCause Cause
+			var fbErr error
+			v, fromFallback, err := Call(ctx, f,
+				func(context.Context) (string, error) {
+					if tt.callErr != nil {
+						return "partial", tt.callErr
+					}
+					return "real", nil
+				},
+				func(_ context.Context, cause Cause, err error) (string, error) {
+					fbCause, fbErr = cause, err
+					return "cached", nil
+				})
+			assert.Equal(t, tt.want, result{v, fromFallback, err})
+
+			st := f.Stats()
+			var total uint64
+			for _, n := range st.Calls {
+				total += n
+			}
+			if tt.wantCause == "" {
+				assert.Zero(t, total, "not counted")
+				assert.Empty(t, got, "no event")
+				assert.Empty(t, fbCause, "fallback not run")
+				return
+			}
+			assert.Equal(t, uint64(1), total)
+			assert.Equal(t, uint64(1), st.ByCause(tt.wantCause))
+			assert.Equal(t, tt.wantCause, fbCause, "the fallback receives the cause")
+			assert.Equal(t, tt.callErr, fbErr, "and the call's error")
+			assert.Equal(t, []events.Fallback{{Name: "prices", Cause: string(tt.wantCause), Err: tt.callErr, At: epoch}}, got)
+		})
+	}
+}
+
+func TestFallbackOwnErrorIsReturned(t *testing.T) {
+	f, err := New("prices", Config{})
+	require.NoError(t, err)
+	errNoCache := errors.New("no cached prices")
+	v, fromFallback, err := Call(context.Background(), f,
+		func(context.Context) (int, error) { return 0, openError{} },
+		func(context.Context, Cause, error) (int, error) { return 0, errNoCache })
+	assert.Zero(t, v)
+	assert.True(t, fromFallback, "the fallback ran")
+	assert.Same(t, errNoCache, err)
+	assert.Equal(t, uint64(1), f.Stats().ByCause(CauseCircuitOpen))
+}
+
+func TestDo(t *testing.T) {
+	f, err := New("audit", Config{On: []Cause{CauseBulkheadFull}})
+	require.NoError(t, err)
+	full, _ := realErrors(t)
+	queued := 0
+	fb := func(_ context.Context, cause Cause, _ error) error {
+		assert.Equal(t, CauseBulkheadFull, cause)
+		queued++
+		return nil
+	}
+	fromFallback, err := f.Do(context.Background(), func(context.Context) error { return full }, fb)
+	assert.True(t, fromFallback)
+	assert.NoError(t, err)
+	fromFallback, err = f.Do(context.Background(), func(context.Context) error { return nil }, fb)
+	assert.False(t, fromFallback)
+	assert.NoError(t, err)
+	plain := errors.New("boom")
+	fromFallback, err = f.Do(context.Background(), func(context.Context) error { return plain }, fb)
+	assert.False(t, fromFallback)
+	assert.Same(t, plain, err)
+	assert.Equal(t, 1, queued)
+	assert.Equal(t, Stats{Calls: [5]uint64{0, 1, 0, 0, 0}}, f.Stats())
+}
+
+func TestCustomClassify(t *testing.T) {
+	errStale := errors.New("stale")
+	f, err := New("prices", Config{Classify: func(err error) Cause {
+		if errors.Is(err, errStale) {
+			return CauseTimeout
+		}
+		return "made-up"
+	}})
+	require.NoError(t, err)
+	cause, ok := f.Decide(context.Background(), errStale)
+	assert.True(t, ok)
+	assert.Equal(t, CauseTimeout, cause)
+	cause, ok = f.Decide(context.Background(), openError{})
+	assert.True(t, ok)
+	assert.Equal(t, CauseError, cause, "an invalid cause counts as error")
+	_, ok = f.Decide(context.Background(), nil)
+	assert.False(t, ok, "nil errors have no fallback")
+	assert.Equal(t, Stats{Calls: [5]uint64{0, 0, 1, 0, 1}}, f.Stats())
+	assert.Zero(t, f.Stats().ByCause("made-up"))
+}
+
+func TestValue(t *testing.T) {
+	f, err := New("prices", Config{})
+	require.NoError(t, err)
+	v, fromFallback, err := Call(context.Background(), f,
+		func(context.Context) ([]string, error) { return nil, errors.New("down") },
+		Value([]string{"default"}))
+	require.NoError(t, err)
+	assert.True(t, fromFallback)
+	assert.Equal(t, []string{"default"}, v)
+}
+
+func TestCausesMatchTheCatalogOrder(t *testing.T) {
+	for i, c := range Causes {
+		assert.Equal(t, i, c.index())
+	}
+	assert.False(t, Cause("").Valid())
+}

@@ -1,0 +1,294 @@
+// Package timeout bounds each attempt of a call with its own deadline (seed notes TO-01, TO-K1).
+//
+// A [Timeout] runs the attempt under a context whose deadline is Timeout from now (or the
+// caller's deadline, if that is earlier) and counts the outcome:
+//
+//   - successful — the attempt returned no error;
+//   - timed_out — the attempt returned an error after the attempt's own deadline fired;
+//   - failed — any other error, including the caller's own deadline or cancellation.
+//
+// A timed-out attempt's error is a [*TimedOutError]. It satisfies errors.Is(err, [ErrTimedOut])
+// and errors.Is(err, context.DeadlineExceeded), reports Timeout() == true (like net.Error) and
+// FallbackCause() == "timeout", and unwraps to the error the attempt returned — so a classifier
+// that looks for deadlines or net timeouts files it as a timeout, and the caller can still tell it
+// from its own deadline with errors.Is(err, ErrTimedOut).
+//
+// Deadlines run on the configured clock. With the wall clock (the default) the attempt's context
+// comes from context.WithTimeoutCause; with any other clock (such as clock.Fake in tests) it is a
+// context of this package that fires when that clock's timer fires, so tests decide exactly when
+// an attempt times out.
+package timeout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+// ErrTimedOut is the sentinel of attempts stopped by their own deadline:
+// errors.Is(err, ErrTimedOut) holds for the error a [Timeout] returns in that case (and, with the
+// wall clock, for context.Cause of the attempt's context once its deadline fired).
+var ErrTimedOut = errors.New("attempt timed out")
+
+// Config configures a [Timeout].
+type Config struct {
+	// Timeout is each attempt's time limit. Required, > 0.
+	Timeout time.Duration
+	// Clock runs the deadline. nil means the wall clock.
+	Clock clock.Clock
+}
+
+// TimedOutError is the error of an attempt whose own deadline fired before it returned.
+type TimedOutError struct {
+	Name  string        // the timeout's name
+	Limit time.Duration // the configured limit
+	Err   error         // what the attempt returned; nil in the context's cause
+}
+
+// Error describes the timeout and the attempt's error.
+func (e *TimedOutError) Error() string {
+	msg := fmt.Sprintf("timeout %q: attempt did not finish within %s", e.Name, e.Limit)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the attempt's error.
+func (e *TimedOutError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrTimedOut] or context.DeadlineExceeded.
+func (e *TimedOutError) Is(target error) bool {
+	return target == ErrTimedOut || target == context.DeadlineExceeded
+}
+
+// Timeout reports true, as net.Error does for timeouts.
+func (e *TimedOutError) Timeout() bool { return true }
+
+// FallbackCause returns "timeout", the fallback cause of this error.
+func (e *TimedOutError) FallbackCause() string { return "timeout" }
+
+// Timeout is a named per-attempt time limit. Create it with [New]; it is safe for concurrent use.
+type Timeout struct {
+	name     string
+	limit    time.Duration
+	clock    clock.Clock
+	wall     bool           // clock is the wall clock: use context.WithTimeoutCause
+	deadline *TimedOutError // the cause of this timeout's attempt contexts; compared by identity
+
+	successful, failed, timedOut atomic.Uint64
+}
+
+// New returns a timeout called name. It returns an error naming the field and value when cfg is
+// invalid.
+func New(name string, cfg Config) (*Timeout, error) {
+	if name == "" {
+		return nil, errors.New("timeout: name must not be empty")
+	}
+	if cfg.Timeout <= 0 {
+		return nil, fmt.Errorf("timeout %q: Timeout = %s: must be positive", name, cfg.Timeout)
+	}
+	c := clock.Or(cfg.Clock)
+	_, wall := c.(clock.Real)
+	return &Timeout{
+		name:     name,
+		limit:    cfg.Timeout,
+		clock:    c,
+		wall:     wall,
+		deadline: &TimedOutError{Name: name, Limit: cfg.Timeout},
+	}, nil
+}
+
+// Name returns the timeout's name.
+func (t *Timeout) Name() string { return t.name }
+
+// Timeout returns the configured per-attempt limit.
+func (t *Timeout) Timeout() time.Duration { return t.limit }
+
+// Attempt is one attempt started with [Timeout.Start]. End it exactly once with [Attempt.Finish]
+// (or [Attempt.Abandon] when the attempt panicked).
+type Attempt struct {
+	t      *Timeout
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Start begins an attempt: it returns the context the attempt must run under (deadline Timeout
+// from now, or the caller's if earlier) and the Attempt to finish. It is the two-step form of
+// [Timeout.Do] for code that composes primitives without closures.
+func (t *Timeout) Start(ctx context.Context) (context.Context, Attempt) {
+	if t.wall {
+		actx, cancel := context.WithTimeoutCause(ctx, t.limit, t.deadline)
+		return actx, Attempt{t: t, ctx: actx, cancel: cancel}
+	}
+	c := newClockCtx(ctx, t.clock, t.limit)
+	return c, Attempt{t: t, ctx: c, cancel: c.stop}
+}
+
+// Finish ends the attempt with the error it returned: it releases the attempt's context, counts
+// the outcome and returns nil, err unchanged (failed), or a [*TimedOutError] wrapping err when
+// the attempt's own deadline had fired (timed_out). A nil err is a success even if the deadline
+// fired meanwhile: the attempt did return a result.
+func (a Attempt) Finish(err error) error {
+	fired := a.fired()
+	a.cancel()
+	switch {
+	case err == nil:
+		a.t.successful.Add(1)
+		return nil
+	case fired:
+		a.t.timedOut.Add(1)
+		return &TimedOutError{Name: a.t.name, Limit: a.t.limit, Err: err}
+	default:
+		a.t.failed.Add(1)
+		return err
+	}
+}
+
+// Abandon ends an attempt that did not return (it panicked): it releases the context and counts
+// the attempt as failed.
+func (a Attempt) Abandon() {
+	a.cancel()
+	a.t.failed.Add(1)
+}
+
+// fired reports whether the attempt's own deadline (not the caller's) ended its context.
+func (a Attempt) fired() bool {
+	if c, ok := a.ctx.(*clockCtx); ok {
+		return c.ownFired()
+	}
+	return context.Cause(a.ctx) == error(a.t.deadline)
+}
+
+// Do runs fn under the time limit and returns its error, classified as described by
+// [Attempt.Finish]. fn must return when its context ends; Do does not abandon a running fn. A
+// panic in fn is counted as failed and propagates.
+func (t *Timeout) Do(ctx context.Context, fn func(context.Context) error) error {
+	actx, a := t.Start(ctx)
+	done := false
+	defer func() {
+		if !done {
+			a.Abandon()
+		}
+	}()
+	err := fn(actx)
+	done = true
+	return a.Finish(err)
+}
+
+// Call runs fn under t's time limit and returns its result; the error is classified as
+// described by [Attempt.Finish]. The value fn returned is passed through even on error.
+func Call[T any](ctx context.Context, t *Timeout, fn func(context.Context) (T, error)) (T, error) {
+	actx, a := t.Start(ctx)
+	done := false
+	defer func() {
+		if !done {
+			a.Abandon()
+		}
+	}()
+	v, err := fn(actx)
+	done = true
+	return v, a.Finish(err)
+}
+
+// Stats is a point-in-time reading of a timeout's counters.
+type Stats struct {
+	Successful uint64 // attempts that returned no error
+	Failed     uint64 // attempts that returned an error before their own deadline
+	TimedOut   uint64 // attempts that returned an error after their own deadline fired
+}
+
+// Stats reads the counters now.
+func (t *Timeout) Stats() Stats {
+	return Stats{Successful: t.successful.Load(), Failed: t.failed.Load(), TimedOut: t.timedOut.Load()}
+}
+
+// clockCtx is an attempt context whose deadline runs on a clock.Clock. It behaves like the
+// context of context.WithDeadline: Done closes when the deadline passes (Err then returns
+// context.DeadlineExceeded), when the parent ends (Err and cause from the parent) or when the
+// attempt is over (context.Canceled).
+type clockCtx struct {
+	parent   context.Context
+	deadline time.Time
+	done     chan struct{}
+
+	mu    sync.Mutex
+	err   error
+	own   bool        // the deadline fired
+	after func() bool // stops the parent's AfterFunc
+	timer clock.Timer
+}
+
+func newClockCtx(parent context.Context, clk clock.Clock, d time.Duration) *clockCtx {
+	c := &clockCtx{parent: parent, deadline: clk.Now().Add(d), done: make(chan struct{})}
+	if pd, ok := parent.Deadline(); ok && pd.Before(c.deadline) {
+		c.deadline = pd
+	}
+	if err := parent.Err(); err != nil {
+		c.end(err, false)
+		return c
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if parent.Done() != nil {
+		c.after = context.AfterFunc(parent, func() { c.end(parent.Err(), false) })
+	}
+	timer := clk.NewTimer(d)
+	c.timer = timer
+	go func() {
+		select {
+		case <-timer.C():
+			c.end(context.DeadlineExceeded, true)
+		case <-c.done:
+		}
+	}()
+	return c
+}
+
+// end ends the context once; later calls do nothing. It stops the timer and the parent watch.
+func (c *clockCtx) end(err error, own bool) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err, c.own = err, own
+	close(c.done)
+	after, timer := c.after, c.timer
+	c.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+}
+
+func (c *clockCtx) stop() { c.end(context.Canceled, false) }
+
+func (c *clockCtx) ownFired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.own
+}
+
+// Deadline returns the attempt's deadline on its clock.
+func (c *clockCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Done is closed when the attempt's context ends.
+func (c *clockCtx) Done() <-chan struct{} { return c.done }
+
+// Err returns why the context ended, or nil.
+func (c *clockCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Value returns the parent's value for key.
+func (c *clockCtx) Value(key any) any { return c.parent.Value(key) }

@@ -1,0 +1,295 @@
+package timeout
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// guard bounds every wait of a wall-clock test.
+const guard = 10 * time.Second
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name, tm string
+		cfg      Config
+		want     string
+	}{
+		{"empty name", "", Config{Timeout: time.Second}, "timeout: name must not be empty"},
+		{"zero", "api", Config{}, `timeout "api": Timeout = 0s: must be positive`},
+		{"negative", "api", Config{Timeout: -time.Millisecond}, `timeout "api": Timeout = -1ms: must be positive`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			to, err := New(tt.tm, tt.cfg)
+			require.Error(t, err)
+			assert.Nil(t, to)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+	to, err := New("api", Config{Timeout: 350 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, "api", to.Name())
+	assert.Equal(t, 350*time.Millisecond, to.Timeout())
+}
+
+// waitForDone is an attempt that returns only when its context ends.
+func waitForDone(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(guard):
+		return errors.New("context never ended")
+	}
+}
+
+func TestOwnDeadlineOnTheFakeClock(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	to, err := New("api", Config{Timeout: 350 * time.Millisecond, Clock: fake})
+	require.NoError(t, err)
+
+	errc := make(chan error, 1)
+	var deadline time.Time
+	go func() {
+		errc <- to.Do(context.Background(), func(ctx context.Context) error {
+			deadline, _ = ctx.Deadline()
+			return waitForDone(ctx)
+		})
+	}()
+	require.True(t, fake.WaitForTimers(1, nil))
+	fake.Advance(349 * time.Millisecond)
+	select {
+	case err := <-errc:
+		t.Fatalf("returned before the deadline: %v", err)
+	default:
+	}
+	fake.Advance(time.Millisecond)
+	err = <-errc
+
+	assert.Equal(t, epoch.Add(350*time.Millisecond), deadline)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrTimedOut)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.EqualError(t, err, `timeout "api": attempt did not finish within 350ms: context deadline exceeded`)
+	var te *TimedOutError
+	require.ErrorAs(t, err, &te)
+	assert.True(t, te.Timeout())
+	assert.Equal(t, "timeout", te.FallbackCause())
+	assert.Equal(t, context.DeadlineExceeded, te.Unwrap())
+	var rej interface{ Rejected() bool }
+	assert.False(t, errors.As(err, &rej), "a timed-out attempt ran: it is not a rejection")
+	assert.Equal(t, Stats{TimedOut: 1}, to.Stats())
+}
+
+func TestOutcomes(t *testing.T) {
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name      string
+		parent    func() (context.Context, context.CancelFunc)
+		attempt   func(ctx context.Context, fake *clock.Fake, cancelParent func()) error
+		wantErr   error // errors.Is; nil for success
+		timedOut  bool
+		wantStats Stats
+	}{
+		{
+			name:      "success",
+			attempt:   func(context.Context, *clock.Fake, func()) error { return nil },
+			wantStats: Stats{Successful: 1},
+		},
+		{
+			name:      "error before the deadline",
+			attempt:   func(context.Context, *clock.Fake, func()) error { return errBoom },
+			wantErr:   errBoom,
+			wantStats: Stats{Failed: 1},
+		},
+		{
+			name: "result after the deadline fired is still a success",
+			attempt: func(ctx context.Context, fake *clock.Fake, _ func()) error {
+				fake.Advance(time.Second)
+				<-ctx.Done()
+				return nil
+			},
+			wantStats: Stats{Successful: 1},
+		},
+		{
+			name: "error after the deadline fired",
+			attempt: func(ctx context.Context, fake *clock.Fake, _ func()) error {
+				fake.Advance(time.Second)
+				<-ctx.Done()
+				return errBoom
+			},
+			wantErr:   errBoom,
+			timedOut:  true,
+			wantStats: Stats{TimedOut: 1},
+		},
+		{
+			name: "caller cancels during the attempt",
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			},
+			attempt: func(ctx context.Context, _ *clock.Fake, cancelParent func()) error {
+				cancelParent()
+				<-ctx.Done()
+				return ctx.Err()
+			},
+			wantErr:   context.Canceled,
+			wantStats: Stats{Failed: 1},
+		},
+		{
+			name: "caller's deadline already passed",
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			},
+			attempt: func(ctx context.Context, _ *clock.Fake, _ func()) error {
+				<-ctx.Done()
+				return ctx.Err()
+			},
+			wantErr:   context.DeadlineExceeded,
+			wantStats: Stats{Failed: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := clock.NewFake(epoch)
+			to, err := New("api", Config{Timeout: time.Second, Clock: fake})
+			require.NoError(t, err)
+			parent, cancel := context.Background(), context.CancelFunc(func() {})
+			if tt.parent != nil {
+				parent, cancel = tt.parent()
+			}
+			defer cancel()
+			err = to.Do(parent, func(ctx context.Context) error { return tt.attempt(ctx, fake, cancel) })
+			if tt.wantErr == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tt.wantErr)
+			}
+			assert.Equal(t, tt.timedOut, errors.Is(err, ErrTimedOut), "ErrTimedOut")
+			if !tt.timedOut && tt.wantErr != nil {
+				assert.True(t, err == tt.wantErr, "errors other than timeouts are returned unchanged, got %v", err)
+			}
+			assert.Equal(t, tt.wantStats, to.Stats())
+		})
+	}
+}
+
+func TestOwnDeadlineOnTheWallClock(t *testing.T) {
+	to, err := New("api", Config{Timeout: time.Millisecond})
+	require.NoError(t, err)
+	var cause error
+	err = to.Do(context.Background(), func(ctx context.Context) error {
+		err := waitForDone(ctx)
+		cause = context.Cause(ctx)
+		return err
+	})
+	assert.ErrorIs(t, err, ErrTimedOut)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, cause, ErrTimedOut, "the attempt's context names the timeout as its cause")
+	assert.Equal(t, Stats{TimedOut: 1}, to.Stats())
+}
+
+func TestCallersDeadlineOnTheWallClockIsNotATimeout(t *testing.T) {
+	to, err := New("api", Config{Timeout: time.Hour})
+	require.NoError(t, err)
+	parent, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	err = to.Do(parent, waitForDone)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, ErrTimedOut)
+	assert.Equal(t, Stats{Failed: 1}, to.Stats())
+}
+
+func TestAttemptContext(t *testing.T) {
+	type key struct{}
+	fake := clock.NewFake(epoch)
+	to, err := New("api", Config{Timeout: time.Second, Clock: fake})
+	require.NoError(t, err)
+
+	t.Run("deadline is the earlier of the caller's and the attempt's", func(t *testing.T) {
+		parent, cancel := context.WithDeadline(context.Background(), epoch.Add(100*time.Millisecond))
+		defer cancel()
+		actx, a := to.Start(parent)
+		d, ok := actx.Deadline()
+		assert.True(t, ok)
+		assert.Equal(t, epoch.Add(100*time.Millisecond), d)
+		assert.NoError(t, a.Finish(nil))
+	})
+
+	t.Run("values and derived contexts", func(t *testing.T) {
+		parent := context.WithValue(context.Background(), key{}, "v")
+		actx, a := to.Start(parent)
+		assert.Equal(t, "v", actx.Value(key{}))
+		child, cancel := context.WithCancel(actx)
+		defer cancel()
+		fake.Advance(time.Second)
+		<-child.Done()
+		assert.Equal(t, context.DeadlineExceeded, actx.Err())
+		assert.Equal(t, context.DeadlineExceeded, child.Err(), "a derived context reports the deadline")
+		err := a.Finish(child.Err())
+		assert.ErrorIs(t, err, ErrTimedOut)
+	})
+
+	t.Run("finishing ends the context and stops the timer", func(t *testing.T) {
+		actx, a := to.Start(context.Background())
+		assert.Equal(t, 1, fake.Timers())
+		assert.NoError(t, a.Finish(nil))
+		<-actx.Done()
+		assert.Equal(t, context.Canceled, actx.Err())
+		assert.Equal(t, 0, fake.Timers())
+	})
+}
+
+func TestPanicCountsAsFailedAndEndsTheContext(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	to, err := New("api", Config{Timeout: time.Second, Clock: fake})
+	require.NoError(t, err)
+	var actx context.Context
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = to.Do(context.Background(), func(ctx context.Context) error {
+			actx = ctx
+			panic("boom")
+		})
+	})
+	<-actx.Done()
+	assert.PanicsWithValue(t, "boom", func() {
+		_, _ = Call(context.Background(), to, func(context.Context) (int, error) { panic("boom") })
+	})
+	assert.Equal(t, Stats{Failed: 2}, to.Stats())
+}
+
+func TestCallPassesTheValue(t *testing.T) {
+	to, err := New("api", Config{Timeout: time.Second})
+	require.NoError(t, err)
+	v, err := Call(context.Background(), to, func(ctx context.Context) (string, error) {
+		_, ok := ctx.Deadline()
+		assert.True(t, ok)
+		return "ok", nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", v)
+	assert.Equal(t, Stats{Successful: 1}, to.Stats())
+}
+
+func BenchmarkDo(b *testing.B) {
+	to, err := New("api", Config{Timeout: time.Second})
+	require.NoError(b, err)
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := to.Do(ctx, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

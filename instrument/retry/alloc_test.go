@@ -1,0 +1,32 @@
+package retry
+
+import (
+	"context"
+	"testing"
+)
+
+func TestFirstAttemptSuccessAllocatesNothing(t *testing.T) {
+	r, err := New("alloc", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	if n := testing.AllocsPerRun(1000, func() { _ = r.Do(ctx, fn) }); n != 0 {
+		t.Fatalf("Do: %v allocs per call, want 0", n)
+	}
+	cfn := func(context.Context) (int, error) { return 1, nil }
+	if n := testing.AllocsPerRun(1000, func() { _, _ = Call(ctx, r, cfn) }); n != 0 {
+		t.Fatalf("Call: %v allocs per call, want 0", n)
+	}
+}
+
+func BenchmarkDoFirstAttemptSuccess(b *testing.B) {
+	r, _ := New("bench", DefaultConfig())
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Do(ctx, fn)
+	}
+}

@@ -1,0 +1,177 @@
+package retry
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Strategy names a backoff strategy (BO-01..BO-09).
+type Strategy string
+
+// The backoff strategies. n is the retry number (n ≥ 1: the first retry is n = 1) and
+// e(n) = min(Cap, Base·Multiplier^(n−1)). U(a, b) is a uniform draw from the Rand.
+const (
+	// None waits 0.
+	None Strategy = "none"
+	// Constant waits Base.
+	Constant Strategy = "constant"
+	// Exponential waits e(n).
+	Exponential Strategy = "exponential"
+	// FullJitter waits U(0, e(n)). The default: the widest spread.
+	FullJitter Strategy = "full_jitter"
+	// EqualJitter waits e(n)/2 + U(0, e(n)/2): at least half of e(n).
+	EqualJitter Strategy = "equal_jitter"
+	// DecorrelatedJitter waits d(n) = min(Cap, U(Base, 3·d(n−1))) with d(0) = Base.
+	DecorrelatedJitter Strategy = "decorrelated_jitter"
+	// Randomized waits U(e(n)·(1−Factor), e(n)·(1+Factor)).
+	Randomized Strategy = "randomized"
+)
+
+// Strategies lists every strategy.
+var Strategies = []Strategy{None, Constant, Exponential, FullJitter, EqualJitter, DecorrelatedJitter, Randomized}
+
+// Backoff defaults.
+const (
+	DefaultBase       = 100 * time.Millisecond
+	DefaultMultiplier = 2.0
+	DefaultCap        = 10 * time.Second
+	DefaultFactor     = 0.5
+)
+
+// Backoff configures how long to wait before a retry when the response sets no Retry-After.
+// Zero fields take their defaults: strategy full_jitter, base 100 ms, multiplier 2, cap 10 s,
+// factor 0.5.
+//
+// Every strategy applies the cap last — after the jitter — so the cap is a true ceiling; the retry
+// then clamps the delay to the time remaining before its deadline (BO-17).
+type Backoff struct {
+	Strategy   Strategy
+	Base       time.Duration // first delay (constant: every delay)
+	Multiplier float64       // growth per retry, ≥ 1
+	Cap        time.Duration // ceiling of every delay, ≥ Base
+	Factor     float64       // randomized only: spread around e(n), in (0, 1]
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Strategy == "" {
+		b.Strategy = FullJitter
+	}
+	if b.Base == 0 {
+		b.Base = DefaultBase
+	}
+	if b.Multiplier == 0 {
+		b.Multiplier = DefaultMultiplier
+	}
+	if b.Cap == 0 {
+		b.Cap = DefaultCap
+	}
+	if b.Factor == 0 {
+		b.Factor = DefaultFactor
+	}
+	return b
+}
+
+func (b Backoff) validate() error {
+	b = b.withDefaults()
+	known := false
+	for _, s := range Strategies {
+		known = known || s == b.Strategy
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("Backoff.Strategy = %q: unknown (want one of %v)", b.Strategy, Strategies)
+	case b.Base < 0:
+		return fmt.Errorf("Backoff.Base = %v: must not be negative", b.Base)
+	case math.IsNaN(b.Multiplier) || b.Multiplier < 1 || math.IsInf(b.Multiplier, 0):
+		return fmt.Errorf("Backoff.Multiplier = %v: must be a finite number ≥ 1", b.Multiplier)
+	case b.Cap < b.Base:
+		return fmt.Errorf("Backoff.Cap = %v: must be at least Base (%v)", b.Cap, b.Base)
+	case math.IsNaN(b.Factor) || b.Factor < 0 || b.Factor > 1:
+		return fmt.Errorf("Backoff.Factor = %v: must be in (0, 1]", b.Factor)
+	}
+	return nil
+}
+
+// Exp returns e(n) = min(Cap, Base·Multiplier^(n−1)) in nanoseconds, without jitter.
+func (b Backoff) exp(n int) float64 {
+	c := float64(b.Cap)
+	e := float64(b.Base) * math.Pow(b.Multiplier, float64(n-1))
+	if e > c || math.IsInf(e, 0) || math.IsNaN(e) {
+		return c
+	}
+	return e
+}
+
+// Delay returns the delay before retry n (n ≥ 1) drawn from rnd. prev is the delay this strategy
+// returned before the previous retry of the same call (0 before the first retry); only
+// decorrelated_jitter uses it. Zero fields of b take their defaults.
+func (b Backoff) Delay(n int, prev time.Duration, rnd Rand) time.Duration {
+	b = b.withDefaults()
+	if n < 1 {
+		n = 1
+	}
+	c := float64(b.Cap)
+	var d float64
+	switch b.Strategy {
+	case None:
+		return 0
+	case Constant:
+		d = float64(b.Base)
+	case Exponential:
+		d = b.exp(n)
+	case FullJitter:
+		d = rnd.Float64() * b.exp(n)
+	case EqualJitter:
+		e := b.exp(n)
+		d = e/2 + rnd.Float64()*(e/2)
+	case DecorrelatedJitter:
+		p := float64(prev)
+		if p <= 0 {
+			p = float64(b.Base)
+		}
+		lo, hi := float64(b.Base), 3*p
+		d = lo + rnd.Float64()*(hi-lo)
+	case Randomized:
+		e := b.exp(n)
+		lo, hi := e*(1-b.Factor), e*(1+b.Factor)
+		d = lo + rnd.Float64()*(hi-lo)
+	default:
+		d = rnd.Float64() * b.exp(n)
+	}
+	if d > c { // the cap is applied last, after the jitter
+		d = c
+	}
+	if d < 0 {
+		d = 0
+	}
+	return time.Duration(d)
+}
+
+// Rand is the source of randomness for jitter: uniform draws in [0, 1). *math/rand/v2.Rand
+// satisfies it. A Rand shared by a Retry used from several goroutines must be safe for concurrent
+// use; wrap a *rand.Rand with [LockedRand].
+type Rand interface {
+	Float64() float64
+}
+
+// globalRand draws from math/rand/v2's goroutine-safe top-level source.
+type globalRand struct{}
+
+func (globalRand) Float64() float64 { return rand.Float64() }
+
+// LockedRand makes r safe for concurrent use with a mutex.
+func LockedRand(r Rand) Rand { return &lockedRand{r: r} }
+
+type lockedRand struct {
+	mu sync.Mutex
+	r  Rand
+}
+
+func (l *lockedRand) Float64() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Float64()
+}

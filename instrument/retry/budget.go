@@ -1,0 +1,217 @@
+package retry
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+// Budget defaults (BU-02, BU-04, BU-05).
+const (
+	DefaultBudgetRatio         = 0.1
+	DefaultBudgetCapacity      = 100
+	DefaultMinRetriesPerSecond = 1
+	DefaultBudgetDecay         = 10 * time.Second
+)
+
+// maxBudgetCapacity bounds the token store (one timestamp per token).
+const maxBudgetCapacity = 1 << 20
+
+// BudgetConfig configures a retry budget: a token bucket that caps retries at a fraction of the
+// traffic (BU-01..BU-08). Every first attempt deposits Ratio of a token — with integer accounting,
+// one whole token per round(1/Ratio) first attempts, so 100 first attempts at ratio 0.1 fund
+// exactly 10 retries (BU-03). A retry takes one token; with none left it may still run under the
+// floor of MinRetriesPerSecond, else it is denied (outcome budget_exhausted). Tokens older than
+// DecayWindow expire, so savings from a healthy hour cannot fund a storm (BU-04).
+//
+// Zero fields take their defaults: Ratio 0.1, Capacity 100, MinRetriesPerSecond 1, DecayWindow
+// 10 s. A new budget holds no tokens.
+type BudgetConfig struct {
+	// Disabled turns the budget off: every retry the other rules allow is permitted.
+	Disabled bool
+	// Ratio is the fraction of first attempts that may be retried, in (0, 1].
+	Ratio float64
+	// Capacity is the most tokens the bucket holds (≥ 1).
+	Capacity int
+	// MinRetriesPerSecond lets this many retries per clock second run when no token is left, so
+	// services with little traffic can still retry (≥ 0; 0 takes the default; see NoFloor).
+	MinRetriesPerSecond int
+	// NoFloor removes the floor: without tokens, every retry is denied.
+	NoFloor bool
+	// DecayWindow is how long a token lives (0 takes the default; see NoDecay).
+	DecayWindow time.Duration
+	// NoDecay keeps tokens until they are spent.
+	NoDecay bool
+}
+
+func (c BudgetConfig) withDefaults() BudgetConfig {
+	if c.Ratio == 0 {
+		c.Ratio = DefaultBudgetRatio
+	}
+	if c.Capacity == 0 {
+		c.Capacity = DefaultBudgetCapacity
+	}
+	if c.MinRetriesPerSecond == 0 && !c.NoFloor {
+		c.MinRetriesPerSecond = DefaultMinRetriesPerSecond
+	}
+	if c.NoFloor {
+		c.MinRetriesPerSecond = 0
+	}
+	if c.DecayWindow == 0 && !c.NoDecay {
+		c.DecayWindow = DefaultBudgetDecay
+	}
+	if c.NoDecay {
+		c.DecayWindow = 0
+	}
+	return c
+}
+
+func (c BudgetConfig) validate() error {
+	switch {
+	case math.IsNaN(c.Ratio) || c.Ratio < 0 || c.Ratio > 1:
+		return fmt.Errorf("Budget.Ratio = %v: must be in (0, 1]", c.Ratio)
+	case c.Capacity < 0 || c.Capacity > maxBudgetCapacity:
+		return fmt.Errorf("Budget.Capacity = %d: must be in [1, %d]", c.Capacity, maxBudgetCapacity)
+	case c.MinRetriesPerSecond < 0:
+		return fmt.Errorf("Budget.MinRetriesPerSecond = %d: must not be negative (use NoFloor)", c.MinRetriesPerSecond)
+	case c.DecayWindow < 0:
+		return fmt.Errorf("Budget.DecayWindow = %v: must not be negative (use NoDecay)", c.DecayWindow)
+	}
+	return nil
+}
+
+// Budget is a retry budget (see [BudgetConfig]). A Retry owns one; a registry shares it by
+// name, because it shares the Retry. It is safe for concurrent use: a first attempt costs one
+// atomic add (and, once per round(1/Ratio) calls, a short lock to store a token).
+type Budget struct {
+	perToken uint64 // first attempts per token: round(1/Ratio)
+	capacity int
+	floor    int
+	window   time.Duration
+	clk      clock.Clock
+
+	credits atomic.Uint64
+	denied  atomic.Uint64
+
+	mu        sync.Mutex
+	tokens    []int64 // ring of deposit times (UnixNano), oldest first
+	head, n   int
+	floorSec  int64
+	floorUsed int
+}
+
+// NewBudget returns an empty budget. A nil clock means the wall clock.
+func NewBudget(cfg BudgetConfig, clk clock.Clock) (*Budget, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("retry: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	per := uint64(math.Round(1 / cfg.Ratio))
+	if per < 1 {
+		per = 1
+	}
+	return &Budget{
+		perToken: per,
+		capacity: cfg.Capacity,
+		floor:    cfg.MinRetriesPerSecond,
+		window:   cfg.DecayWindow,
+		clk:      clock.Or(clk),
+		tokens:   make([]int64, cfg.Capacity),
+		floorSec: math.MinInt64,
+	}, nil
+}
+
+// Deposit records one first attempt. Every round(1/Ratio)-th deposit adds a token.
+func (b *Budget) Deposit() {
+	if b.credits.Add(1)%b.perToken != 0 {
+		return
+	}
+	now := b.clk.Now().UnixNano()
+	b.mu.Lock()
+	b.expire(now)
+	if b.n == b.capacity {
+		if b.window == 0 {
+			b.mu.Unlock()
+			return
+		}
+		b.pop() // full: a fresh token replaces the oldest, which would expire first
+	}
+	b.tokens[(b.head+b.n)%b.capacity] = now
+	b.n++
+	b.mu.Unlock()
+}
+
+// TryRetry takes a token for one retry, or a slot of the per-second floor when no token is left.
+// It reports false — and counts a denial — when neither is available.
+func (b *Budget) TryRetry() bool {
+	now := b.clk.Now()
+	ns := now.UnixNano()
+	b.mu.Lock()
+	b.expire(ns)
+	if b.n > 0 {
+		b.pop()
+		b.mu.Unlock()
+		return true
+	}
+	if b.floor > 0 {
+		sec := floorDiv(ns, int64(time.Second))
+		if sec != b.floorSec {
+			b.floorSec, b.floorUsed = sec, 0
+		}
+		if b.floorUsed < b.floor {
+			b.floorUsed++
+			b.mu.Unlock()
+			return true
+		}
+	}
+	b.mu.Unlock()
+	b.denied.Add(1)
+	return false
+}
+
+// Tokens returns the number of tokens available now. It does not change the budget.
+func (b *Budget) Tokens() int {
+	now := b.clk.Now().UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.window == 0 {
+		return b.n
+	}
+	live := b.n
+	for i := 0; i < b.n && b.expired(b.tokens[(b.head+i)%b.capacity], now); i++ {
+		live--
+	}
+	return live
+}
+
+// Denied returns how many retries the budget has refused.
+func (b *Budget) Denied() uint64 { return b.denied.Load() }
+
+func (b *Budget) expired(at, now int64) bool {
+	return b.window > 0 && now-at >= int64(b.window)
+}
+
+// expire drops tokens older than the window. Called with mu held.
+func (b *Budget) expire(now int64) {
+	for b.n > 0 && b.expired(b.tokens[b.head], now) {
+		b.pop()
+	}
+}
+
+// pop removes the oldest token. Called with mu held and n > 0.
+func (b *Budget) pop() {
+	b.head = (b.head + 1) % b.capacity
+	b.n--
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,62 @@
+package instrument
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+)
+
+func TestRegistryBulkhead(t *testing.T) {
+	r, err := NewRegistry(WithMaxNames(2))
+	require.NoError(t, err)
+	assert.Empty(t, r.Bulkheads())
+
+	_, err = r.Bulkhead("payments", bulkhead.Config{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `bulkhead "payments": MaxConcurrent = 0`)
+	assert.Empty(t, r.Bulkheads(), "a failed creation registers nothing")
+
+	p, err := r.Bulkhead("payments", bulkhead.Config{MaxConcurrent: 30, MaxWait: 200 * time.Millisecond})
+	require.NoError(t, err)
+	p2, err := r.Bulkhead("payments", bulkhead.Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	assert.Same(t, p, p2, "one bulkhead per name; the first config wins")
+	assert.Equal(t, 30, p2.MaxConcurrent())
+
+	inv, err := r.Bulkhead("inventory", bulkhead.Config{MaxConcurrent: 20})
+	require.NoError(t, err)
+	over, err := r.Bulkhead("risk", bulkhead.Config{MaxConcurrent: 15})
+	require.NoError(t, err)
+	assert.Equal(t, OverflowName, over.Name())
+	assert.Equal(t, uint64(1), r.Overflowed(KindBulkhead))
+
+	all := r.Bulkheads()
+	require.Len(t, all, 3)
+	assert.Equal(t, []string{OverflowName, "inventory", "payments"}, []string{all[0].Name, all[1].Name, all[2].Name})
+	assert.Same(t, inv, all[1].Value)
+
+	// The registry's hub receives the bulkhead's rejections.
+	var rejections []events.Rejection
+	r.Events().Rejections.Add(func(e events.Rejection) { rejections = append(rejections, e) })
+	one, err := r.Bulkhead("_overflow", bulkhead.Config{MaxConcurrent: 1})
+	require.NoError(t, err)
+	assert.Same(t, over, one)
+	release, err := inv.Acquire(context.Background())
+	require.NoError(t, err)
+	defer release()
+	for range 19 {
+		_, err := inv.Acquire(context.Background())
+		require.NoError(t, err)
+	}
+	_, err = inv.Acquire(context.Background())
+	require.ErrorIs(t, err, bulkhead.ErrFull)
+	require.Len(t, rejections, 1)
+	assert.Equal(t, "inventory", rejections[0].Name)
+	assert.Equal(t, "bulkhead", rejections[0].Primitive)
+}

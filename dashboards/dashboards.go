@@ -75,14 +75,41 @@ func Generate(cfg Config) ([]File, error) {
 // marshal encodes a dashboard as indented JSON with a final newline. encoding/json writes
 // struct fields in declaration order and map keys sorted, so the bytes are deterministic.
 func marshal(d dashboard.Dashboard) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep "a > 0" and "→" readable in PromQL and legends
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
+	out, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return append(unescapeHTML(out), '\n'), nil
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes that encoding/json writes for <, >
+// and & back into the characters, so PromQL such as "a > 0" stays readable. (The SDK's types
+// marshal themselves with json.Marshal, so Encoder.SetEscapeHTML cannot reach them.) An escaped
+// backslash followed by "u003e" is left alone.
+func unescapeHTML(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if i+6 <= len(b) {
+			switch string(b[i : i+6]) {
+			case `\u003c`:
+				out, i = append(out, '<'), i+5
+				continue
+			case `\u003e`:
+				out, i = append(out, '>'), i+5
+				continue
+			case `\u0026`:
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1]) // any other escape, including \\, is copied whole
+		i++
+	}
+	return out
 }
 
 func uid(r resolved, suffix string) string { return r.uidPrefix + suffix }

@@ -178,6 +178,7 @@ func (s single) build() *stat.PanelBuilder {
 		GraphMode(common.BigValueGraphModeArea).
 		ColorMode(common.BigValueColorModeBackground).
 		TextMode(common.BigValueTextModeValue).
+		Orientation(common.VizOrientationAuto).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
 		Thresholds(s.thresholds)
 	if s.mappings != nil {

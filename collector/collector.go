@@ -59,6 +59,9 @@ func New(reg *instrument.Registry, opts ...Option) (*Collector, error) {
 	}
 	c.parts = []part{
 		newOverflowPart(c),
+		newBulkheadPart(c),
+		newTimeoutPart(c),
+		newFallbackPart(c),
 	}
 	return c, nil
 }

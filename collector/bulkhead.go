@@ -1,0 +1,51 @@
+package collector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument"
+)
+
+// bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry.
+type bulkheadPart struct {
+	reg                              *instrument.Registry
+	maxConcurrent, inflight, waiting *prometheus.Desc
+	calls, waitDuration              *prometheus.Desc
+}
+
+func newBulkheadPart(c *Collector) *bulkheadPart {
+	return &bulkheadPart{
+		reg:           c.reg,
+		maxConcurrent: c.desc(catalog.BulkheadMaxConcurrent),
+		inflight:      c.desc(catalog.BulkheadInflight),
+		waiting:       c.desc(catalog.BulkheadWaiting),
+		calls:         c.desc(catalog.BulkheadCalls),
+		waitDuration:  c.desc(catalog.BulkheadWaitDuration),
+	}
+}
+
+func (p *bulkheadPart) describe(ch chan<- *prometheus.Desc) {
+	ch <- p.maxConcurrent
+	ch <- p.inflight
+	ch <- p.waiting
+	ch <- p.calls
+	ch <- p.waitDuration
+}
+
+func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
+	for _, nb := range p.reg.Bulkheads() {
+		st := nb.Value.Stats()
+		name := nb.Name
+		ch <- prometheus.MustNewConstMetric(p.maxConcurrent, prometheus.GaugeValue, float64(st.MaxConcurrent), name)
+		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(st.InFlight), name)
+		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(st.Waiting), name)
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Permitted), name, catalog.BulkheadPermitted)
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Rejected), name, catalog.BulkheadRejected)
+		buckets := make(map[float64]uint64, len(st.Wait.Bounds))
+		for i, b := range st.Wait.Bounds {
+			buckets[b] = st.Wait.Counts[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(p.waitDuration, st.Wait.Count, st.Wait.Sum, buckets, name)
+	}
+}

@@ -1,0 +1,146 @@
+package collector
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+var waitEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestBulkheadWaitBucketsMatchTheCatalog(t *testing.T) {
+	assert.Equal(t, catalog.WaitBuckets, bulkhead.DefaultWaitBuckets)
+	assert.Equal(t, catalog.WaitBuckets, catalog.BulkheadWaitDuration.Buckets)
+	assert.Equal(t, string(catalog.Bulkhead), bulkhead.Primitive)
+}
+
+func requireLintClean(t *testing.T, c prometheus.Collector) {
+	t.Helper()
+	pr := prometheus.NewPedanticRegistry()
+	require.NoError(t, pr.Register(c))
+	problems, err := testutil.GatherAndLint(pr)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+func TestBulkheadExposition(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	fake := clock.NewFake(waitEpoch)
+
+	_, err = reg.Bulkhead("inventory", bulkhead.Config{MaxConcurrent: 20})
+	require.NoError(t, err)
+	pay, err := reg.Bulkhead("payments", bulkhead.Config{MaxConcurrent: 1, MaxWait: 200 * time.Millisecond, Clock: fake})
+	require.NoError(t, err)
+
+	// One permitted call holds the only permit; one caller waits 200ms and is rejected; a third
+	// caller is waiting during the scrape.
+	release, err := pay.Acquire(context.Background())
+	require.NoError(t, err)
+	errc := make(chan error, 2)
+	go func() { _, err := pay.Acquire(context.Background()); errc <- err }()
+	require.True(t, fake.WaitForTimers(1, nil))
+	fake.Advance(200 * time.Millisecond)
+	require.ErrorIs(t, <-errc, bulkhead.ErrFull)
+	go func() {
+		release, err := pay.Acquire(context.Background())
+		if err == nil {
+			release()
+		}
+		errc <- err
+	}()
+	require.True(t, fake.WaitForTimers(1, nil))
+
+	want := `
+# HELP resilience_bulkhead_calls_total Bulkhead admission decisions.
+# TYPE resilience_bulkhead_calls_total counter
+resilience_bulkhead_calls_total{kind="permitted",name="inventory"} 0
+resilience_bulkhead_calls_total{kind="permitted",name="payments"} 1
+resilience_bulkhead_calls_total{kind="rejected",name="inventory"} 0
+resilience_bulkhead_calls_total{kind="rejected",name="payments"} 1
+# HELP resilience_bulkhead_inflight_calls Bulkhead permits in use.
+# TYPE resilience_bulkhead_inflight_calls gauge
+resilience_bulkhead_inflight_calls{name="inventory"} 0
+resilience_bulkhead_inflight_calls{name="payments"} 1
+# HELP resilience_bulkhead_max_concurrent_calls Configured bulkhead permits.
+# TYPE resilience_bulkhead_max_concurrent_calls gauge
+resilience_bulkhead_max_concurrent_calls{name="inventory"} 20
+resilience_bulkhead_max_concurrent_calls{name="payments"} 1
+# HELP resilience_bulkhead_wait_duration_seconds Time waited for a bulkhead permit.
+# TYPE resilience_bulkhead_wait_duration_seconds histogram
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.001"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.005"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.01"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.025"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.05"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.1"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.25"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.5"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="1"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="2.5"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="5"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="10"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="+Inf"} 0
+resilience_bulkhead_wait_duration_seconds_sum{name="inventory"} 0
+resilience_bulkhead_wait_duration_seconds_count{name="inventory"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.001"} 1
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.005"} 1
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.01"} 1
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.025"} 1
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.05"} 1
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.1"} 1
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.25"} 2
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.5"} 2
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="1"} 2
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="2.5"} 2
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="5"} 2
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="10"} 2
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="+Inf"} 2
+resilience_bulkhead_wait_duration_seconds_sum{name="payments"} 0.2
+resilience_bulkhead_wait_duration_seconds_count{name="payments"} 2
+# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
+# TYPE resilience_bulkhead_waiting_calls gauge
+resilience_bulkhead_waiting_calls{name="inventory"} 0
+resilience_bulkhead_waiting_calls{name="payments"} 1
+`
+	var names []string
+	for _, m := range catalog.ByPrimitive(catalog.Bulkhead) {
+		names = append(names, m.FullName(catalog.DefaultNamespace))
+	}
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
+	requireLintClean(t, c)
+
+	release() // hands the permit to the waiter, which releases it
+	require.NoError(t, <-errc)
+	st := pay.Stats()
+	assert.Equal(t, 0, st.InFlight)
+	assert.Equal(t, 0, st.Waiting)
+}
+
+func TestBulkheadMetricsFollowTheNamespace(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	c, err := New(reg, WithNamespace("acme"))
+	require.NoError(t, err)
+	_, err = reg.Bulkhead("db", bulkhead.Config{MaxConcurrent: 5})
+	require.NoError(t, err)
+	want := `
+# HELP acme_bulkhead_max_concurrent_calls Configured bulkhead permits.
+# TYPE acme_bulkhead_max_concurrent_calls gauge
+acme_bulkhead_max_concurrent_calls{name="db"} 5
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "acme_bulkhead_max_concurrent_calls"))
+}

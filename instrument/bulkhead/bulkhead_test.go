@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -535,4 +536,56 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 			release()
 		}
 	})
+}
+
+// TestStressWaitersTimersAndCancellations mixes every path — fast admissions, hand-offs, MaxWait
+// expiries and cancelled waits — and checks the invariants afterwards.
+func TestStressWaitersTimersAndCancellations(t *testing.T) {
+	const permits, workers, rounds = 3, 64, 60
+	b, err := New("dep", Config{MaxConcurrent: permits, MaxWait: time.Millisecond})
+	require.NoError(t, err)
+	var cur, peak atomic.Int64
+	var admitted, refused atomic.Uint64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				ctx, cancel := context.WithCancel(context.Background())
+				if (w+i)%7 == 0 {
+					go cancel() // races with the wait
+				}
+				err := b.Do(ctx, func(context.Context) error {
+					n := cur.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					for range (w + i) % 5 {
+						runtime.Gosched()
+					}
+					cur.Add(-1)
+					return nil
+				})
+				cancel()
+				if err != nil {
+					if !errors.Is(err, ErrFull) && !errors.Is(err, context.Canceled) {
+						t.Errorf("unexpected error %v", err)
+					}
+					refused.Add(1)
+					continue
+				}
+				admitted.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("permitted %d, rejected %d", admitted.Load(), refused.Load())
+	assert.LessOrEqual(t, peak.Load(), int64(permits))
+	st := b.Stats()
+	assert.Equal(t, admitted.Load(), st.Permitted)
+	assert.Equal(t, refused.Load(), st.Rejected)
+	assert.Equal(t, uint64(workers*rounds), st.Permitted+st.Rejected)
+	assert.Equal(t, 0, st.InFlight)
+	assert.Equal(t, 0, st.Waiting)
+	assert.Equal(t, uint64(workers*rounds), st.Wait.Count)
 }

@@ -1,0 +1,69 @@
+package instrument
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+)
+
+func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
+	reg, err := NewRegistry(WithMaxNames(2))
+	require.NoError(t, err)
+	cfg := retry.DefaultConfig()
+	cfg.Budget = retry.BudgetConfig{NoFloor: true}
+	a, err := reg.Retry("payments", cfg)
+	require.NoError(t, err)
+	a2, err := reg.Retry("payments", retry.Config{}) // cfg ignored for an existing name
+	require.NoError(t, err)
+	assert.Same(t, a, a2)
+	assert.Same(t, a.Budget(), a2.Budget(), "one budget per name")
+
+	// Ten first attempts through one handle fund a retry through the other.
+	for range 10 {
+		require.NoError(t, a.Do(context.Background(), func(context.Context) error { return nil }))
+	}
+	assert.Equal(t, 1, a2.Budget().Tokens())
+
+	_, err = reg.Retry("orders", retry.Config{})
+	require.ErrorContains(t, err, "MaxAttempts = 0")
+	_, err = reg.Retry("orders", cfg)
+	require.NoError(t, err)
+	ov, err := reg.Retry("inventory", cfg)
+	require.NoError(t, err)
+	assert.Equal(t, OverflowName, ov.Name())
+	assert.Equal(t, uint64(1), reg.Overflowed(KindRetry))
+
+	var names []string
+	for _, n := range reg.Retries() {
+		names = append(names, n.Name)
+	}
+	assert.Equal(t, []string{OverflowName, "orders", "payments"}, names)
+}
+
+func TestRegistryRetryEmitsToTheRegistryHub(t *testing.T) {
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	var got []events.Retry
+	reg.Events().Retries.Add(func(e events.Retry) { got = append(got, e) })
+	cfg := retry.DefaultConfig()
+	cfg.MaxAttempts = 1
+	cfg.Events = new(events.Hub) // replaced by the registry's hub
+	r, err := reg.Retry("payments", cfg)
+	require.NoError(t, err)
+	_ = r.Do(context.Background(), func(context.Context) error { return errors.New("x") })
+	cfg.MaxAttempts = 2
+	cfg.Backoff = retry.Backoff{Strategy: retry.None}
+	r2, err := reg.Retry("orders", cfg)
+	require.NoError(t, err)
+	_ = r2.Do(context.Background(), func(context.Context) error { return errors.New("x") })
+	require.Len(t, got, 2)
+	assert.Equal(t, "orders", got[0].Name)
+	assert.Equal(t, retry.OutcomeRetrying, got[0].Outcome)
+	assert.Equal(t, retry.OutcomeGaveUp, got[1].Outcome)
+}

@@ -1,0 +1,79 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+func Example() {
+	b, err := breaker.New("payments-api", breaker.Config{
+		Window:     breaker.ConsecutiveFailures,
+		WindowSize: 2,
+	})
+	if err != nil {
+		panic(err)
+	}
+	down := errors.New("503 Service Unavailable")
+	for i := range 3 {
+		err := b.Do(context.Background(), func(ctx context.Context) error { return down })
+		var open *breaker.OpenError
+		if errors.As(err, &open) {
+			fmt.Printf("call %d: rejected, breaker %s\n", i+1, open.State)
+			continue
+		}
+		fmt.Printf("call %d: %v, breaker %s\n", i+1, err, b.State())
+	}
+	// Output:
+	// call 1: 503 Service Unavailable, breaker closed
+	// call 2: 503 Service Unavailable, breaker open
+	// call 3: rejected, breaker open
+}
+
+func ExampleCall() {
+	b, _ := breaker.New("pricing", breaker.Config{})
+	price, err := breaker.Call(context.Background(), b, func(ctx context.Context) (float64, error) {
+		return 9.99, nil
+	})
+	fmt.Println(price, err)
+	// Output: 9.99 <nil>
+}
+
+func ExampleBreaker_Allow() {
+	b, _ := breaker.New("inventory", breaker.Config{})
+	done, err := b.Allow()
+	if err != nil {
+		fmt.Println("rejected:", err)
+		return
+	}
+	err = nil // ... make the call ...
+	done(err)
+	fmt.Println(b.Calls(breaker.Successful))
+	// Output: 1
+}
+
+func ExampleOpenError() {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b, _ := breaker.New("search", breaker.Config{OpenDuration: 20 * time.Second, NoJitter: true, Clock: clk})
+	b.ForceOpen()
+	err := b.Do(context.Background(), func(context.Context) error { return nil })
+	fmt.Println(errors.Is(err, breaker.ErrOpen), err)
+	b.Reset()
+
+	// A tripped breaker tells how long it stays open: a Retry-After hint.
+	b2, _ := breaker.New("search", breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1, OpenDuration: 20 * time.Second, NoJitter: true, Clock: clk})
+	_ = b2.Do(context.Background(), func(context.Context) error { return errors.New("timeout") })
+	clk.Advance(5 * time.Second)
+	err = b2.Do(context.Background(), func(context.Context) error { return nil })
+	var oe *breaker.OpenError
+	if errors.As(err, &oe) {
+		fmt.Println(oe.Name, oe.State, oe.Remaining)
+	}
+	// Output:
+	// true circuit breaker "search" is forced_open
+	// search open 15s
+}

@@ -1,0 +1,234 @@
+package breaker
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// window counts outcomes for trip decisions in the closed (and metrics_only) state. A window
+// belongs to one state epoch: a transition replaces it with an empty one (CB-70), and late
+// results recorded into a replaced window change nothing.
+type window interface {
+	// record adds one outcome at monotonic time now (ns since the breaker's base; only read
+	// when needsTime) and reports whether the trip condition may hold, checked without a lock.
+	record(fail, slow bool, now int64, s *settings) bool
+	// needsTime reports whether record reads now.
+	needsTime() bool
+	// counts returns the calls, failures and slow calls the window holds at now, without
+	// changing anything. For a consecutive window: the current failure and slow runs, with
+	// calls equal to the longer run.
+	counts(now int64) (calls, fails, slow int64)
+}
+
+// tripCondition reports whether counts held by a rate window trip the breaker.
+func tripCondition(calls, fails, slow int64, s *settings) bool {
+	if calls < s.minCalls || calls <= 0 {
+		return false
+	}
+	c := float64(calls)
+	if float64(fails) >= s.failThr*c {
+		return true
+	}
+	return s.slowNs > 0 && float64(slow) >= s.slowThr*c
+}
+
+// rates turns window counts into the exported failure and slow-call rates.
+func rates(w window, now int64, s *settings) (fail, slow float64) {
+	calls, fails, slows := w.counts(now)
+	if s.window == ConsecutiveFailures {
+		n := float64(s.size)
+		return math.Min(float64(fails)/n, 1), math.Min(float64(slows)/n, 1)
+	}
+	if calls < s.minCalls || calls <= 0 {
+		return math.NaN(), math.NaN()
+	}
+	c := float64(calls)
+	return clamp01(float64(fails) / c), clamp01(float64(slows) / c)
+}
+
+func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+
+type pad [64]byte
+
+// countWindow is a ring of the last n outcomes, lock-free: each record swaps its slot and
+// adjusts the totals by the difference, so a steady stream of equal outcomes costs one atomic
+// add and one atomic swap.
+type countWindow struct {
+	n                  uint64
+	_                  pad
+	idx                atomic.Uint64
+	_                  pad
+	calls, fails, slow atomic.Int64
+	_                  pad
+	slots              []atomic.Uint32 // 0 empty; bit 0 present, bit 1 failed, bit 2 slow
+}
+
+func newCountWindow(n int) *countWindow {
+	return &countWindow{n: uint64(n), slots: make([]atomic.Uint32, n)}
+}
+
+func (w *countWindow) needsTime() bool { return false }
+
+func (w *countWindow) record(fail, slow bool, _ int64, s *settings) bool {
+	v := uint32(1)
+	if fail {
+		v |= 2
+	}
+	if slow {
+		v |= 4
+	}
+	slot := &w.slots[(w.idx.Add(1)-1)%w.n]
+	if slot.Load() == v {
+		// Steady state: the outcome equals the one it replaces, so the totals stand. (Had a
+		// concurrent writer changed the slot since, its own accounting matches what it wrote.)
+		return false
+	}
+	old := slot.Swap(v)
+	if old == v {
+		return false
+	}
+	grew := old == 0
+	if grew {
+		w.calls.Add(1)
+	}
+	if d := int64(v>>1&1) - int64(old>>1&1); d != 0 {
+		w.fails.Add(d)
+	}
+	if d := int64(v>>2&1) - int64(old>>2&1); d != 0 {
+		w.slow.Add(d)
+	}
+	if !grew && !fail && !slow {
+		return false // a good outcome replaced a bad one: rates only fell
+	}
+	return tripCondition(w.calls.Load(), w.fails.Load(), w.slow.Load(), s)
+}
+
+func (w *countWindow) counts(int64) (calls, fails, slow int64) {
+	return max(w.calls.Load(), 0), max(w.fails.Load(), 0), max(w.slow.Load(), 0)
+}
+
+// consecutiveWindow counts the current run of failures (and of slow calls).
+type consecutiveWindow struct {
+	n     int64
+	_     pad
+	fails atomic.Int64
+	_     pad
+	slow  atomic.Int64
+}
+
+func newConsecutiveWindow(n int) *consecutiveWindow { return &consecutiveWindow{n: int64(n)} }
+
+func (w *consecutiveWindow) needsTime() bool { return false }
+
+func (w *consecutiveWindow) record(fail, slow bool, _ int64, s *settings) bool {
+	trip := false
+	if fail {
+		trip = w.fails.Add(1) >= w.n
+	} else if w.fails.Load() != 0 {
+		w.fails.Store(0)
+	}
+	if s.slowNs > 0 {
+		if slow {
+			trip = w.slow.Add(1) >= w.n || trip
+		} else if w.slow.Load() != 0 {
+			w.slow.Store(0)
+		}
+	}
+	return trip
+}
+
+func (w *consecutiveWindow) counts(int64) (calls, fails, slow int64) {
+	f, s := w.fails.Load(), w.slow.Load()
+	return max(f, s), f, s
+}
+
+// timeWindow holds the outcomes of the last n buckets of d ns. Each bucket remembers which
+// bucket number (now/d) it holds; the first record of a new bucket number takes the mutex and
+// expires every bucket that fell out of the window, so the running totals always cover exactly
+// the live buckets.
+type timeWindow struct {
+	d, n int64
+
+	mu     sync.Mutex
+	latest int64 // highest bucket number rolled in; guarded by mu
+
+	_                  pad
+	calls, fails, slow atomic.Int64
+	_                  pad
+	buckets            []timeBucket
+}
+
+type timeBucket struct {
+	num                atomic.Int64 // bucket number held; -1 = empty
+	calls, fails, slow atomic.Int64
+	_                  [32]byte
+}
+
+func newTimeWindow(d int64, n int) *timeWindow {
+	w := &timeWindow{d: d, n: int64(n), latest: -1, buckets: make([]timeBucket, n)}
+	for i := range w.buckets {
+		w.buckets[i].num.Store(-1)
+	}
+	return w
+}
+
+func (w *timeWindow) needsTime() bool { return true }
+
+func (w *timeWindow) record(fail, slow bool, now int64, s *settings) bool {
+	k := max(now, 0) / w.d
+	b := &w.buckets[k%w.n]
+	if b.num.Load() != k && !w.roll(k) {
+		return false // older than the whole window: a very late result
+	}
+	b.calls.Add(1)
+	w.calls.Add(1)
+	if fail {
+		b.fails.Add(1)
+		w.fails.Add(1)
+	}
+	if slow {
+		b.slow.Add(1)
+		w.slow.Add(1)
+	}
+	return tripCondition(w.calls.Load(), w.fails.Load(), w.slow.Load(), s)
+}
+
+// roll makes bucket number k current, expiring buckets that left the window. It reports false
+// when k itself is already outside the window.
+func (w *timeWindow) roll(k int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.latest = max(w.latest, k)
+	oldest := w.latest - w.n + 1
+	if k < oldest {
+		return false
+	}
+	for i := range w.buckets {
+		b := &w.buckets[i]
+		if num := b.num.Load(); num >= 0 && num < oldest {
+			w.calls.Add(-b.calls.Swap(0))
+			w.fails.Add(-b.fails.Swap(0))
+			w.slow.Add(-b.slow.Swap(0))
+			b.num.Store(-1)
+		}
+	}
+	b := &w.buckets[k%w.n]
+	if b.num.Load() == -1 {
+		b.num.Store(k)
+	}
+	return b.num.Load() == k
+}
+
+func (w *timeWindow) counts(now int64) (calls, fails, slow int64) {
+	k := max(now, 0) / w.d
+	for i := range w.buckets {
+		b := &w.buckets[i]
+		if num := b.num.Load(); num >= 0 && num > k-w.n && num <= k {
+			calls += b.calls.Load()
+			fails += b.fails.Load()
+			slow += b.slow.Load()
+		}
+	}
+	return calls, fails, slow
+}

@@ -312,6 +312,7 @@ func TestGoldenDefaultOutput(t *testing.T) {
 var (
 	selectorRE = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)?\{([^{}]*)\}`)
 	matcherRE  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"`)
+	rateRE     = regexp.MustCompile(`\b(rate|increase|irate)\(([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
 	byRE       = regexp.MustCompile(`\bby \(([^)]*)\)`)
 	legendRE   = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
 )
@@ -384,6 +385,12 @@ func checkQueryLabels(t *testing.T, ns string, q query, extraLabels []string) {
 				allowed[l] = true
 			}
 		}
+	}
+	// rate() and increase() only over counters and histogram series.
+	for _, m := range rateRE.FindAllStringSubmatch(q.expr, -1) {
+		metric, ok := catalog.Lookup(ns, m[2])
+		require.True(t, ok, "%s: %s", q.where, m[2])
+		assert.Contains(t, []catalog.Type{catalog.Counter, catalog.Histogram}, metric.Type, "%s: %s() over %s", q.where, m[1], m[2])
 	}
 	var grouped []string
 	for _, m := range byRE.FindAllStringSubmatch(q.expr, -1) {

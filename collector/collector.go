@@ -62,6 +62,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Collector, error) {
 		newBulkheadPart(c),
 		newTimeoutPart(c),
 		newFallbackPart(c),
+		newRetryPart(c),
 	}
 	return c, nil
 }

@@ -124,8 +124,7 @@ func newDashboard(r resolved, title, suffix, description string) *dashboard.Dash
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
 		Time("now-3h", "now").
 		Timezone(common.TimeZoneBrowser).
-		Refresh("30s").
-		Annotation(tripAnnotation(r))
+		Refresh("30s")
 }
 
 // addRows appends rows and their panels in order.
@@ -152,6 +151,7 @@ func overview(r resolved) (dashboard.Dashboard, error) {
 		"Circuit breakers, retries, bulkheads, fallbacks and timeouts instrumented with stormwatch. "+
 			"Generated from the metric catalog; do not edit, regenerate with `stormwatch generate dashboards`.").
 		Variables(variables(r, false)).
+		Annotation(tripAnnotation(q)).
 		Link(dashboardLink("Dependency", uid(r, dependencySuffix)))
 	for _, s := range overviewStats(q) {
 		b = b.WithPanel(s.build())
@@ -173,6 +173,7 @@ func dependency(r resolved) (dashboard.Dashboard, error) {
 		"One dependency (the name variable) across its processes: every stormwatch primitive of that name, per instance. "+
 			"Generated from the metric catalog; do not edit, regenerate with `stormwatch generate dashboards`.").
 		Variables(variables(r, true)).
+		Annotation(tripAnnotation(q)).
 		Link(dashboardLink("Overview", uid(r, overviewSuffix)))
 	for _, s := range dependencyStats(q) {
 		b = b.WithPanel(s.build())
@@ -344,8 +345,7 @@ func variables(r resolved, singleName bool) []cog.Builder[dashboard.VariableMode
 }
 
 // tripAnnotation marks every breaker trip (a transition to open) on the time series panels.
-func tripAnnotation(r resolved) cog.Builder[dashboard.AnnotationQuery] {
-	q := newPromQL(r, false)
+func tripAnnotation(q promql) cog.Builder[dashboard.AnnotationQuery] {
 	expr := sumBy([]string{labelJob, catalog.LabelName, catalog.LabelFrom},
 		q.increase(catalog.BreakerTransitions, eq(catalog.LabelTo, catalog.StateOpen))) + " > 0"
 	return dashboard.NewAnnotationQueryBuilder().
@@ -378,8 +378,9 @@ func dependencyLink(depUID string) []cog.Builder[dashboard.DashboardLink] {
 	return []cog.Builder[dashboard.DashboardLink]{
 		dashboard.NewDashboardLinkBuilder("Open ${__field.labels." + catalog.LabelName + "} in the Dependency dashboard").
 			Type(dashboard.DashboardLinkTypeLink).
-			Url("/d/" + depUID + "?${__url_time_range}&var-" + varDatasource + "=${" + varDatasource + "}&var-" +
-				varName + "=${__field.labels." + catalog.LabelName + "}").
+			Url("/d/" + depUID + "?${__url_time_range}&var-" + varDatasource + "=${" + varDatasource + "}" +
+				"&var-" + varJob + "=${__field.labels." + labelJob + "}" +
+				"&var-" + varName + "=${__field.labels." + catalog.LabelName + "}").
 			Icon("dashboard").
 			Tooltip("").
 			Tags([]string{}),

@@ -25,25 +25,15 @@ const (
 // maxUID is Grafana's limit on dashboard uid length.
 const maxUID = 40
 
-// uidSuffixes are appended to the uid prefix, one per dashboard; the longest bounds the prefix.
-var uidSuffixes = []string{overviewSuffix, dependencySuffix}
-
+// The uid suffixes, one per dashboard, appended to the uid prefix.
 const (
 	overviewSuffix   = "-overview"
-	dependencySuffix = "-dependency"
+	dependencySuffix = "-dependency" // the longest: it bounds the prefix
 )
 
 // MaxUIDPrefixLen is the longest UIDPrefix whose dashboard uids stay within Grafana's 40
 // characters.
-var MaxUIDPrefixLen = maxUID - longest(uidSuffixes)
-
-func longest(ss []string) int {
-	n := 0
-	for _, s := range ss {
-		n = max(n, len(s))
-	}
-	return n
-}
+const MaxUIDPrefixLen = maxUID - len(dependencySuffix)
 
 // Config says how to generate the dashboards. The zero value generates the defaults.
 type Config struct {
@@ -51,8 +41,10 @@ type Config struct {
 	// catalog.DefaultNamespace ("resilience"); NoNamespace means no prefix. Anything else must
 	// pass catalog.ValidateNamespace.
 	Namespace string
-	// Selector holds extra PromQL label matchers added to every vector selector of every query
-	// and variable, e.g. `job="checkout", env!~"dev|test"`. Empty means none.
+	// Selector holds extra PromQL label matchers added to every vector selector of every query,
+	// variable and annotation, e.g. `job="checkout", env!~"dev|test"`. Empty means none.
+	// Generate checks it only lexically (label, operator, quoted value, commas; no braces, no
+	// __name__); regular expressions are not compiled. A trailing comma is dropped.
 	Selector string
 	// TitlePrefix starts every dashboard title ("<TitlePrefix> / Overview"); "" means
 	// DefaultTitlePrefix.

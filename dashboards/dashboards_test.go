@@ -621,6 +621,16 @@ func TestProvisioningFile(t *testing.T) {
 	assert.Equal(t, "/var/lib/grafana/dashboards/shop", doc.Providers[0].Options.Path)
 }
 
+func TestMaxUIDPrefixLenFitsEveryDashboard(t *testing.T) {
+	for _, suffix := range []string{overviewSuffix, dependencySuffix} {
+		assert.LessOrEqual(t, MaxUIDPrefixLen+len(suffix), maxUID, suffix)
+	}
+	files := generate(t, Config{UIDPrefix: strings.Repeat("u", MaxUIDPrefixLen)})
+	for _, d := range dashboardsOf(t, files) {
+		assert.LessOrEqual(t, len(*d.Uid), maxUID)
+	}
+}
+
 func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  Config

@@ -59,6 +59,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Collector, error) {
 	}
 	c.parts = []part{
 		newOverflowPart(c),
+		newBreakerPart(c),
 		newBulkheadPart(c),
 		newTimeoutPart(c),
 		newFallbackPart(c),

@@ -1,0 +1,412 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+func TestBreakerVocabularyMatchesCatalog(t *testing.T) {
+	var states []string
+	for _, s := range breaker.States() {
+		states = append(states, s.String())
+	}
+	assert.Equal(t, catalog.BreakerStates, states)
+	var kinds []string
+	for _, k := range breaker.CallKinds() {
+		kinds = append(kinds, k.String())
+	}
+	assert.Equal(t, catalog.BreakerCallKinds, kinds)
+	var bounds []float64
+	for _, d := range breaker.DurationBuckets {
+		bounds = append(bounds, d.Seconds())
+	}
+	assert.Equal(t, catalog.DurationBuckets, bounds)
+	assert.Equal(t, string(catalog.CircuitBreaker), breaker.Primitive)
+	assert.Equal(t, []string{catalog.BreakerFailed, catalog.BreakerSuccessful}, []string{durationKinds[0].label, durationKinds[1].label})
+	assert.ElementsMatch(t, catalog.BreakerDurationKinds, []string{durationKinds[0].label, durationKinds[1].label})
+}
+
+var (
+	bt0     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // Unix 1767225600
+	errDown = errors.New("503")
+	bctx    = context.Background()
+)
+
+// takes returns a call function that lasts d on clk and returns err.
+func takes(clk *clock.Fake, d time.Duration, err error) func(context.Context) error {
+	return func(context.Context) error {
+		clk.Advance(d)
+		return err
+	}
+}
+
+func TestBreakerExpositionAfterScriptedHistory(t *testing.T) {
+	clk := clock.NewFake(bt0)
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	b, err := reg.Breaker("payments", breaker.Config{
+		WindowSize: 10, MinCalls: 5, FailureRateThreshold: 0.5, SlowCallDuration: time.Second,
+		OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1, Clock: clk,
+	})
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+
+	const help = `
+# HELP resilience_circuitbreaker_state Effective circuit breaker state: 1 for the current state, 0 for the others.
+# TYPE resilience_circuitbreaker_state gauge
+# HELP resilience_circuitbreaker_tripped_since_timestamp_seconds Unix time of the trip that began the current not-closed episode; 0 while closed.
+# TYPE resilience_circuitbreaker_tripped_since_timestamp_seconds gauge
+# HELP resilience_circuitbreaker_not_permitted_calls_total Calls rejected by the circuit breaker.
+# TYPE resilience_circuitbreaker_not_permitted_calls_total counter
+`
+	stateLines := func(cur string) string {
+		var sb strings.Builder
+		for _, s := range catalog.BreakerStates {
+			v := 0
+			if s == cur {
+				v = 1
+			}
+			fmt.Fprintf(&sb, "resilience_circuitbreaker_state{name=\"payments\",state=%q} %d\n", s, v)
+		}
+		return sb.String()
+	}
+	brief := []string{"resilience_circuitbreaker_state", "resilience_circuitbreaker_tripped_since_timestamp_seconds", "resilience_circuitbreaker_not_permitted_calls_total"}
+
+	// Before any call: closed, everything at 0.
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(help+stateLines("closed")+`
+resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 0
+resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 0
+`), brief...))
+
+	// 1 success (500 ms), 1 slow success (1.5 s), 3 failures (250, 250, 500 ms): 3 of 5
+	// failed at T+3s → trip.
+	require.NoError(t, b.Do(bctx, takes(clk, 500*time.Millisecond, nil)))
+	require.NoError(t, b.Do(bctx, takes(clk, 1500*time.Millisecond, nil)))
+	require.Error(t, b.Do(bctx, takes(clk, 250*time.Millisecond, errDown)))
+	require.Error(t, b.Do(bctx, takes(clk, 250*time.Millisecond, errDown)))
+	require.Error(t, b.Do(bctx, takes(clk, 500*time.Millisecond, errDown)))
+	require.Equal(t, breaker.Open, b.State())
+	// 2 rejections.
+	require.ErrorIs(t, b.Do(bctx, takes(clk, 0, nil)), breaker.ErrOpen)
+	require.ErrorIs(t, b.Do(bctx, takes(clk, 0, nil)), breaker.ErrOpen)
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(help+stateLines("open")+`
+resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 1767225603
+resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
+`), brief...))
+
+	// 30 s later the breaker is effectively half-open; scraping does not commit it.
+	clk.Advance(30 * time.Second)
+	for range 2 {
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(help+stateLines("half_open")+`
+resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 1767225603
+resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
+`), brief...))
+	}
+	assert.Zero(t, b.Transitions(breaker.Open, breaker.HalfOpen), "a scrape never commits a transition")
+
+	// The probe succeeds (500 ms) → closed. Then 4 instant successes, 1 instant failure and 1
+	// ignored call: the new window holds 1 failure in 5 calls.
+	require.NoError(t, b.Do(bctx, takes(clk, 500*time.Millisecond, nil)))
+	require.Equal(t, breaker.Closed, b.State())
+	for range 4 {
+		require.NoError(t, b.Do(bctx, takes(clk, 0, nil)))
+	}
+	require.Error(t, b.Do(bctx, takes(clk, 0, errDown)))
+	require.Error(t, b.Do(bctx, takes(clk, 0, breaker.Ignore(errDown))))
+
+	want := `
+# HELP resilience_circuitbreaker_state Effective circuit breaker state: 1 for the current state, 0 for the others.
+# TYPE resilience_circuitbreaker_state gauge
+resilience_circuitbreaker_state{name="payments",state="closed"} 1
+resilience_circuitbreaker_state{name="payments",state="disabled"} 0
+resilience_circuitbreaker_state{name="payments",state="forced_open"} 0
+resilience_circuitbreaker_state{name="payments",state="half_open"} 0
+resilience_circuitbreaker_state{name="payments",state="metrics_only"} 0
+resilience_circuitbreaker_state{name="payments",state="open"} 0
+# HELP resilience_circuitbreaker_transitions_total Committed circuit breaker state transitions; trips are to="open".
+# TYPE resilience_circuitbreaker_transitions_total counter
+resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="disabled"} 0
+resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="forced_open"} 0
+resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="metrics_only"} 0
+resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="open"} 1
+resilience_circuitbreaker_transitions_total{from="disabled",name="payments",to="closed"} 0
+resilience_circuitbreaker_transitions_total{from="disabled",name="payments",to="forced_open"} 0
+resilience_circuitbreaker_transitions_total{from="disabled",name="payments",to="metrics_only"} 0
+resilience_circuitbreaker_transitions_total{from="forced_open",name="payments",to="closed"} 0
+resilience_circuitbreaker_transitions_total{from="forced_open",name="payments",to="disabled"} 0
+resilience_circuitbreaker_transitions_total{from="forced_open",name="payments",to="metrics_only"} 0
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="closed"} 1
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="disabled"} 0
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="forced_open"} 0
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="metrics_only"} 0
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="open"} 0
+resilience_circuitbreaker_transitions_total{from="metrics_only",name="payments",to="closed"} 0
+resilience_circuitbreaker_transitions_total{from="metrics_only",name="payments",to="disabled"} 0
+resilience_circuitbreaker_transitions_total{from="metrics_only",name="payments",to="forced_open"} 0
+resilience_circuitbreaker_transitions_total{from="open",name="payments",to="closed"} 0
+resilience_circuitbreaker_transitions_total{from="open",name="payments",to="disabled"} 0
+resilience_circuitbreaker_transitions_total{from="open",name="payments",to="forced_open"} 0
+resilience_circuitbreaker_transitions_total{from="open",name="payments",to="half_open"} 1
+resilience_circuitbreaker_transitions_total{from="open",name="payments",to="metrics_only"} 0
+# HELP resilience_circuitbreaker_tripped_since_timestamp_seconds Unix time of the trip that began the current not-closed episode; 0 while closed.
+# TYPE resilience_circuitbreaker_tripped_since_timestamp_seconds gauge
+resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 0
+# HELP resilience_circuitbreaker_calls_total Calls permitted by the circuit breaker, by outcome.
+# TYPE resilience_circuitbreaker_calls_total counter
+resilience_circuitbreaker_calls_total{kind="failed",name="payments"} 4
+resilience_circuitbreaker_calls_total{kind="ignored",name="payments"} 1
+resilience_circuitbreaker_calls_total{kind="slow_failed",name="payments"} 0
+resilience_circuitbreaker_calls_total{kind="slow_successful",name="payments"} 1
+resilience_circuitbreaker_calls_total{kind="successful",name="payments"} 6
+# HELP resilience_circuitbreaker_not_permitted_calls_total Calls rejected by the circuit breaker.
+# TYPE resilience_circuitbreaker_not_permitted_calls_total counter
+resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
+# HELP resilience_circuitbreaker_call_duration_seconds Duration of calls permitted by the circuit breaker.
+# TYPE resilience_circuitbreaker_call_duration_seconds histogram
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.005"} 1
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.01"} 1
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.025"} 1
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.05"} 1
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.1"} 1
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.25"} 3
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.5"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="1"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="2.5"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="5"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="10"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="30"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="+Inf"} 4
+resilience_circuitbreaker_call_duration_seconds_sum{kind="failed",name="payments"} 1
+resilience_circuitbreaker_call_duration_seconds_count{kind="failed",name="payments"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.005"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.01"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.025"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.05"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.1"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.25"} 4
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.5"} 6
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="1"} 6
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="2.5"} 7
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="5"} 7
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="10"} 7
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="30"} 7
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="+Inf"} 7
+resilience_circuitbreaker_call_duration_seconds_sum{kind="successful",name="payments"} 2.5
+resilience_circuitbreaker_call_duration_seconds_count{kind="successful",name="payments"} 7
+# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+# TYPE resilience_circuitbreaker_failure_rate gauge
+resilience_circuitbreaker_failure_rate{name="payments"} 0.2
+# HELP resilience_circuitbreaker_slow_call_rate Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+# TYPE resilience_circuitbreaker_slow_call_rate gauge
+resilience_circuitbreaker_slow_call_rate{name="payments"} 0
+# HELP resilience_circuitbreaker_failure_rate_threshold Configured failure ratio at which the circuit breaker trips.
+# TYPE resilience_circuitbreaker_failure_rate_threshold gauge
+resilience_circuitbreaker_failure_rate_threshold{name="payments"} 0.5
+# HELP resilience_circuitbreaker_slow_call_rate_threshold Configured slow-call ratio at which the circuit breaker trips.
+# TYPE resilience_circuitbreaker_slow_call_rate_threshold gauge
+resilience_circuitbreaker_slow_call_rate_threshold{name="payments"} 0.8
+# HELP resilience_circuitbreaker_open_duration_seconds Configured base duration of the open state.
+# TYPE resilience_circuitbreaker_open_duration_seconds gauge
+resilience_circuitbreaker_open_duration_seconds{name="payments"} 30
+`
+	var names []string
+	for _, m := range catalog.ByPrimitive(catalog.CircuitBreaker) {
+		names = append(names, m.FullName(catalog.DefaultNamespace))
+	}
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
+}
+
+func TestBreakerRatesAreNaNBelowMinimumCalls(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	b, err := reg.Breaker("orders", breaker.Config{MinCalls: 3, WindowSize: 10})
+	require.NoError(t, err)
+	c, err := New(reg, WithNamespace("acme"))
+	require.NoError(t, err)
+	require.NoError(t, b.Do(bctx, func(context.Context) error { return nil }))
+	want := `
+# HELP acme_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+# TYPE acme_circuitbreaker_failure_rate gauge
+acme_circuitbreaker_failure_rate{name="orders"} NaN
+# HELP acme_circuitbreaker_slow_call_rate Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+# TYPE acme_circuitbreaker_slow_call_rate gauge
+acme_circuitbreaker_slow_call_rate{name="orders"} NaN
+`
+	// testutil compares NaN by its text, so NaN == NaN here.
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "acme_circuitbreaker_failure_rate", "acme_circuitbreaker_slow_call_rate"))
+}
+
+// lintRegistry builds a registry with breakers in every state and window kind.
+func lintRegistry(t *testing.T) *instrument.Registry {
+	t.Helper()
+	reg, err := instrument.NewRegistry(instrument.WithMaxNames(6))
+	require.NoError(t, err)
+	mk := func(name string, cfg breaker.Config) *breaker.Breaker {
+		b, err := reg.Breaker(name, cfg)
+		require.NoError(t, err)
+		return b
+	}
+	fail := func(context.Context) error { return errDown }
+	open := mk("open", breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1})
+	_ = open.Do(bctx, fail)
+	mk("forced", breaker.Config{}).ForceOpen()
+	mk("disabled", breaker.Config{DisableDurationHistogram: true}).Disable()
+	mk("shadow", breaker.Config{Window: breaker.TimeBased}).MetricsOnly()
+	tb := mk("timed", breaker.Config{Window: breaker.TimeBased, MinCalls: 1, SlowCallDuration: time.Second})
+	_ = tb.Do(bctx, func(context.Context) error { return nil })
+	mk("a", breaker.Config{})
+	mk("overflowing", breaker.Config{}) // becomes _overflow
+	return reg
+}
+
+func TestBreakerExpositionLintsClean(t *testing.T) {
+	c, err := New(lintRegistry(t))
+	require.NoError(t, err)
+	pr := prometheus.NewPedanticRegistry()
+	require.NoError(t, pr.Register(c))
+	problems, err := testutil.GatherAndLint(pr)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+func TestBreakerSeriesDeclaredInCatalog(t *testing.T) {
+	c, err := New(lintRegistry(t))
+	require.NoError(t, err)
+	pr := prometheus.NewPedanticRegistry()
+	require.NoError(t, pr.Register(c))
+	mfs, err := pr.Gather()
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, mf := range mfs {
+		m, ok := familyInCatalog(mf.GetName())
+		require.True(t, ok, "series %s is not in the catalog", mf.GetName())
+		if m.Primitive != catalog.CircuitBreaker {
+			continue
+		}
+		seen[mf.GetName()] = true
+		assert.Equal(t, m.Type.String(), strings.ToLower(mf.GetType().String()), mf.GetName())
+		for _, met := range mf.GetMetric() {
+			var got []string
+			for _, lp := range met.GetLabel() {
+				got = append(got, lp.GetName())
+				l, ok := m.Label(lp.GetName())
+				require.True(t, ok, "%s has undeclared label %s", mf.GetName(), lp.GetName())
+				if l.Values != nil {
+					assert.Contains(t, l.Values, lp.GetValue(), "%s{%s}", mf.GetName(), lp.GetName())
+				}
+			}
+			assert.ElementsMatch(t, m.LabelNames(), got, mf.GetName())
+		}
+	}
+	for _, m := range catalog.ByPrimitive(catalog.CircuitBreaker) {
+		assert.True(t, seen[m.FullName(catalog.DefaultNamespace)], "catalog metric %s not exported", m.Name)
+	}
+	// Series counts per breaker: 6 states, 23 transitions, 5 kinds; histogram only when enabled.
+	counts := map[string]int{}
+	for _, mf := range mfs {
+		counts[mf.GetName()] = len(mf.GetMetric())
+	}
+	assert.Equal(t, 7*6, counts["resilience_circuitbreaker_state"])
+	assert.Equal(t, 7*23, counts["resilience_circuitbreaker_transitions_total"])
+	assert.Equal(t, 7*5, counts["resilience_circuitbreaker_calls_total"])
+	assert.Equal(t, 6*2, counts["resilience_circuitbreaker_call_duration_seconds"], "the disabled histogram is not exported")
+}
+
+func TestBreakerCollectorSeesNewBreakersAndRaces(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	assert.Equal(t, 0, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
+	b, err := reg.Breaker("a", breaker.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, 6, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
+	_, err = reg.Breaker("b", breaker.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, 12, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = testutil.CollectAndCount(c)
+				}
+			}
+		}()
+	}
+	for i := range 2000 {
+		_ = b.Do(bctx, func(context.Context) error {
+			if i%2 == 0 {
+				return errDown
+			}
+			return nil
+		})
+	}
+	close(stop)
+	wg.Wait()
+	sn := b.Snapshot()
+	var sum uint64
+	for _, n := range sn.Calls {
+		sum += n
+	}
+	assert.Equal(t, uint64(2000), sum+sn.NotPermitted)
+}
+
+// familyInCatalog finds the catalog metric whose full name is a family name.
+func familyInCatalog(family string) (catalog.Metric, bool) {
+	for _, m := range catalog.All() {
+		if m.FullName(catalog.DefaultNamespace) == family {
+			return m, true
+		}
+	}
+	return catalog.Metric{}, false
+}
+
+func ExampleNew_breaker() {
+	reg, _ := instrument.NewRegistry()
+	b, _ := reg.Breaker("payments-api", breaker.Config{})
+	_ = b.Do(context.Background(), func(ctx context.Context) error { return nil })
+
+	c, _ := New(reg)
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(c)
+	// Serve it: http.Handle("/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	mfs, _ := promReg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "resilience_circuitbreaker_calls_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			fmt.Println(m.GetLabel()[0].GetValue(), m.GetCounter().GetValue())
+		}
+	}
+	// Output:
+	// failed 0
+	// ignored 0
+	// slow_failed 0
+	// slow_successful 0
+	// successful 1
+}

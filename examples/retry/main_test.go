@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9465", o.listen)
+	assert.Zero(t, o.duration)
+	o, err = parseFlags([]string{"-listen", "127.0.0.1:0", "-duration", "3s", "-retry-after", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, o.duration)
+	_, err = parseFlags([]string{"-duration", "-1s"}, io.Discard)
+	require.ErrorContains(t, err, "-duration -1s")
+	_, err = parseFlags([]string{"-bogus"}, io.Discard)
+	require.Error(t, err)
+}
+
+func TestRunRetriesAndServesMetrics(t *testing.T) {
+	var logs, status syncBuffer
+	urls := make(chan string, 1)
+	o := options{listen: "127.0.0.1:0", duration: 20 * time.Second, retryAfter: 0, ready: func(u string) { urls <- u }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, &logs, &status) }()
+	metricsURL := <-urls
+
+	// Wait (bounded) for the first call that succeeded after a retry.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `"outcome":"succeeded"`) {
+		require.True(t, time.Now().Before(deadline), "no successful retry; log:\n%s", logs.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	resp, err := http.Get(metricsURL)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	// Later calls may already have run: every count is at least one.
+	for _, series := range []string{
+		`resilience_retry_calls_total{kind="successful_with_retry",name="flaky-api"} `,
+		`resilience_retry_errors_total{class="http_5xx",name="flaky-api"} `,
+		`resilience_retry_backoff_seconds_count{name="flaky-api",source="retry_after"} `,
+	} {
+		assert.Regexp(t, regexp.QuoteMeta(series)+`[1-9]`, string(body))
+	}
+	assert.Contains(t, string(body), `resilience_retry_calls_total{kind="failed_with_retry",name="flaky-api"} 0`)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not stop after cancel")
+	}
+
+	// The log lines are JSON with the retry schema, one logical call per correlation id.
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	var first map[string]any
+	require.True(t, sc.Scan())
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &first))
+	assert.Equal(t, "retrying", first["outcome"])
+	assert.Equal(t, "retry_after", first["delay_source"])
+	assert.Equal(t, float64(503), first["http_status"])
+	assert.Equal(t, "quote-0001", first["correlation_id"])
+	assert.True(t, strings.HasPrefix(first["endpoint"].(string), "GET 127.0.0.1:"))
+	assert.Contains(t, status.String(), "call 1: 200 OK")
+}

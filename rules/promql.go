@@ -1,0 +1,128 @@
+package rules
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+)
+
+// This file holds the small PromQL builders the rules are written with. Every metric name
+// comes from the catalog; every vector selector gets the configured selector.
+
+// name returns the full name of a catalog metric under the configured namespace.
+func (r *resolved) name(m catalog.Metric) string { return m.FullName(r.ns) }
+
+// sel renders a vector selector for series with the configured selector and the rule's own
+// matchers appended.
+func (r *resolved) sel(series string, own ...Matcher) string {
+	ms := append(slices.Clone(r.matchers), own...)
+	if len(ms) == 0 {
+		return series
+	}
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	return series + "{" + strings.Join(parts, ", ") + "}"
+}
+
+// eq is a rule's own equality matcher.
+func eq(label, value string) Matcher { return Matcher{Label: label, Op: MatchEqual, Value: value} }
+
+// re is a rule's own regular-expression matcher over a closed set of values.
+func re(label string, values ...string) Matcher {
+	return Matcher{Label: label, Op: MatchRegexp, Value: strings.Join(values, "|")}
+}
+
+// labels returns the aggregation labels, plus instance for per-process expressions, plus
+// extra.
+func (r *resolved) labels(perInstance bool, extra ...string) []string {
+	out := slices.Clone(r.groupBy)
+	if perInstance {
+		out = append(out, labelInstance)
+	}
+	return append(out, extra...)
+}
+
+// by renders an aggregation's label list.
+func (r *resolved) by(perInstance bool, extra ...string) string {
+	return strings.Join(r.labels(perInstance, extra...), ", ")
+}
+
+// recorded names a recording rule's output: level:metric:operations, where level is the
+// aggregation labels joined by underscores and metric is the catalog metric's full name
+// without _total (or a derived name under the same primitive).
+func (r *resolved) recorded(extraLevel []string, p catalog.Primitive, metric, ops string) string {
+	level := strings.Join(r.labels(false, extraLevel...), "_")
+	return level + ":" + catalog.Metric{Primitive: p, Name: metric}.FullName(r.ns) + ":" + ops
+}
+
+// rateName is the metric part of a recorded rate of a counter: its name without _total.
+func rateName(m catalog.Metric) string { return strings.TrimSuffix(m.Name, "_total") }
+
+// Recorded series the alerts use.
+func (r *resolved) recBreakerCalls() string {
+	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerCalls), "rate5m")
+}
+
+func (r *resolved) recBreakerNotPermitted() string {
+	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerNotPermitted), "rate5m")
+}
+
+func (r *resolved) recBreakerRejectionRatio() string {
+	return r.recorded(nil, catalog.CircuitBreaker, "not_permitted_per_attempted_calls", "ratio_rate5m")
+}
+
+func (r *resolved) recRetryCallsByKind() string {
+	return r.recorded([]string{catalog.LabelKind}, catalog.Retry, rateName(catalog.RetryCalls), "rate5m")
+}
+
+func (r *resolved) recRetryAttempts() string {
+	return r.recorded(nil, catalog.Retry, rateName(catalog.RetryAttempts), "rate5m")
+}
+
+func (r *resolved) recRetryRate() string {
+	return r.recorded(nil, catalog.Retry, "attempts_per_call", "ratio_rate5m")
+}
+
+func (r *resolved) recRescueRate() string {
+	return r.recorded(nil, catalog.Retry, "rescued_per_retried_call", "ratio_rate5m")
+}
+
+func (r *resolved) recBulkheadCallsByKind() string {
+	return r.recorded([]string{catalog.LabelKind}, catalog.Bulkhead, rateName(catalog.BulkheadCalls), "rate5m")
+}
+
+func (r *resolved) recBulkheadRejectionRatio() string {
+	return r.recorded(nil, catalog.Bulkhead, "rejected_per_call", "ratio_rate5m")
+}
+
+func (r *resolved) recFallbacksByCause() string {
+	return r.recorded([]string{catalog.LabelCause}, catalog.Fallback, rateName(catalog.FallbackCalls), "rate5m")
+}
+
+// recordingRules are the rules of the stormwatch-recording group, dependencies first.
+func (r *resolved) recordingRules() []Rule {
+	by := r.by(false)
+	byKind := r.by(false, catalog.LabelKind)
+	byCause := r.by(false, catalog.LabelCause)
+	rate := func(m catalog.Metric, own ...Matcher) string {
+		return "rate(" + r.sel(r.name(m), own...) + "[5m])"
+	}
+	return []Rule{
+		{Record: r.recBreakerCalls(), Expr: "sum by (" + by + ") (" + rate(catalog.BreakerCalls) + ")"},
+		{Record: r.recBreakerNotPermitted(), Expr: "sum by (" + by + ") (" + rate(catalog.BreakerNotPermitted) + ")"},
+		{Record: r.recBreakerRejectionRatio(), Expr: r.sel(r.recBreakerNotPermitted()) + "\n/\n(" +
+			r.sel(r.recBreakerCalls()) + " + " + r.sel(r.recBreakerNotPermitted()) + ")"},
+		{Record: r.recRetryCallsByKind(), Expr: "sum by (" + byKind + ") (" + rate(catalog.RetryCalls) + ")"},
+		{Record: r.recRetryAttempts(), Expr: "sum by (" + by + ") (" + rate(catalog.RetryAttempts) + ")"},
+		{Record: r.recRetryRate(), Expr: r.sel(r.recRetryAttempts()) + "\n/\nsum by (" + by + ") (" + r.sel(r.recRetryCallsByKind()) + ")"},
+		{Record: r.recRescueRate(), Expr: "sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), eq(catalog.LabelKind, catalog.RetrySuccessfulWithRetry)) + ")\n/\n" +
+			"sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), re(catalog.LabelKind, catalog.RetrySuccessfulWithRetry, catalog.RetryFailedWithRetry)) + ")"},
+		{Record: r.recBulkheadCallsByKind(), Expr: "sum by (" + byKind + ") (" + rate(catalog.BulkheadCalls) + ")"},
+		{Record: r.recBulkheadRejectionRatio(), Expr: "sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind(), eq(catalog.LabelKind, catalog.BulkheadRejected)) + ")\n/\n" +
+			"sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind()) + ")"},
+		{Record: r.recFallbacksByCause(), Expr: "sum by (" + byCause + ") (" + rate(catalog.FallbackCalls) + ")"},
+	}
+}

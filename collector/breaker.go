@@ -132,10 +132,14 @@ type breakerSeries struct {
 func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries {
 	s := &breakerSeries{}
 	nameLabel := labelPair(catalog.LabelName, name)
+	// Every label slice of the breaker is cut from one backing array (at most 3 labels for
+	// each of its 44 metrics).
+	backing := make([]*dto.LabelPair, 0, 3*44)
 	m := func(desc *prometheus.Desc, read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
 		// Label pairs sorted by label name, as client_golang expects: from < kind < name <
 		// state < to.
-		var labels []*dto.LabelPair
+		start := len(backing)
+		labels := backing
 		for _, l := range extra {
 			if l.GetName() < catalog.LabelName {
 				labels = append(labels, l)
@@ -147,6 +151,8 @@ func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries 
 				labels = append(labels, l)
 			}
 		}
+		backing = labels
+		labels = labels[start:len(labels):len(labels)]
 		return breakerMetric{desc: desc, labels: labels, b: b, bounds: &p.bounds, read: read, x: x, y: y}
 	}
 	for i, st := range sortedStates {
@@ -207,7 +213,17 @@ var (
 	}
 )
 
-func labelPair(name, value string) *dto.LabelPair { return &dto.LabelPair{Name: &name, Value: &value} }
+// labelPair returns a label pair whose name and value live in one allocation.
+func labelPair(name, value string) *dto.LabelPair {
+	bx := &labelBox{name: name, value: value}
+	bx.p.Name, bx.p.Value = &bx.name, &bx.value
+	return &bx.p
+}
+
+type labelBox struct {
+	p           dto.LabelPair
+	name, value string
+}
 
 // seriesFor returns the series of every breaker in list, in list's order, building those of
 // breakers not seen before. The result is cached for as long as the registry hands out the

@@ -119,6 +119,15 @@ type Rejection interface {
 	Rejected() bool
 }
 
+// StatusError is implemented by errors that report a failed HTTP response (retry.HTTPError does),
+// so that code which only sees errors — a circuit breaker, a pipeline — classifies them by status:
+// [ClassifyError] gives such an error the verdict of [Status] for its code. HTTPStatus returns 0
+// when there was no response.
+type StatusError interface {
+	error
+	HTTPStatus() int
+}
+
 // IsIdempotent reports whether req may be sent more than once without changing the outcome:
 // GET, HEAD, OPTIONS, PUT and DELETE are idempotent; POST and PATCH only when the request carries
 // an Idempotency-Key header (the server then returns the first result for a repeated key). Other
@@ -187,7 +196,8 @@ func Status(code int, idempotent bool) Verdict {
 //
 // In order of precedence: errors marked with [Business] (not a failure, not retried); stormwatch's
 // own rejections ([Rejection]: rejected, never retried, not a breaker failure); the caller's
-// cancellation (context.Canceled: canceled, never retried, not a breaker failure); errors marked
+// cancellation (context.Canceled: canceled, never retried, not a breaker failure); errors that
+// report an HTTP status ([StatusError]: as [Status]); errors marked
 // with [Permanent] (never retried); TLS certificate errors (tls_cert, not retried); other TLS
 // errors (tls); DNS errors (dns); connection refused (conn_refused); connection reset or dropped
 // (conn_reset); timeouts (timeout — a timeout while connecting is always retryable, because the
@@ -207,7 +217,13 @@ func ClassifyError(err error, idempotent bool) Verdict {
 	if errors.Is(err, context.Canceled) {
 		return Verdict{Class: ClassCanceled}
 	}
-	v := transport(err, idempotent)
+	var v Verdict
+	var se StatusError
+	if errors.As(err, &se) && se.HTTPStatus() >= 400 {
+		v = Status(se.HTTPStatus(), idempotent)
+	} else {
+		v = transport(err, idempotent)
+	}
 	var perm *permanentError
 	if errors.As(err, &perm) {
 		v.Retryable = false

@@ -213,6 +213,11 @@ type fakeRejection struct{ name string }
 func (e *fakeRejection) Error() string  { return "circuit breaker " + e.name + " is open" }
 func (e *fakeRejection) Rejected() bool { return true }
 
+type statusErr int
+
+func (e statusErr) Error() string   { return fmt.Sprintf("HTTP %d", int(e)) }
+func (e statusErr) HTTPStatus() int { return int(e) }
+
 type notRejection struct{}
 
 func (notRejection) Error() string  { return "looks like a rejection" }
@@ -243,6 +248,10 @@ func TestErrorTable(t *testing.T) {
 		{"permanent keeps class", Permanent(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), true, Verdict{false, true, ClassConnRefused}},
 		{"business", Business(errors.New("insufficient balance")), true, Verdict{Class: ClassError}},
 		{"tls record header", fmt.Errorf("x: %w", tls.RecordHeaderError{Msg: "bad"}), true, Verdict{true, true, ClassTLS}},
+		{"status error 404: not a breaker failure", fmt.Errorf("get: %w", statusErr(404)), true, Verdict{Class: ClassHTTP4xx}},
+		{"status error 503", statusErr(503), false, Verdict{true, true, ClassHTTP5xx}},
+		{"status error 504 not idempotent", statusErr(504), false, Verdict{false, true, ClassHTTP5xx}},
+		{"status error without a status", statusErr(0), false, Verdict{true, true, ClassError}},
 		{"remote tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true, Verdict{true, true, ClassTLS}},
 	}
 	for _, c := range cases {

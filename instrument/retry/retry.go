@@ -499,6 +499,16 @@ func (e *HTTPError) Error() string {
 // Unwrap returns the transport error.
 func (e *HTTPError) Unwrap() error { return e.Err }
 
+// HTTPStatus returns the response status, or 0 when no response arrived (a transport error). It
+// makes HTTPError a classify.StatusError, so that classify.ClassifyError — and a circuit breaker
+// using it — classifies a failed response by its status (a 404 is not a breaker failure).
+func (e *HTTPError) HTTPStatus() int {
+	if e.Err != nil {
+		return 0
+	}
+	return e.StatusCode
+}
+
 // HTTPResult reports one HTTP attempt to the retry: nil when it succeeded (classify.Classify finds
 // no failure), else an [*HTTPError] for the transport error or failing response of req. Use it as
 // the [Hooks] Check of an HTTP call, or return it from a [Retry.Do] attempt (after closing the

@@ -645,3 +645,10 @@ func TestEndpointAndSanitize(t *testing.T) {
 		assert.Equal(t, want, SanitizeEndpoint(in), in)
 	}
 }
+
+func TestHTTPErrorIsAStatusError(t *testing.T) {
+	var se classify.StatusError = &HTTPError{StatusCode: 404}
+	assert.Equal(t, 404, se.HTTPStatus())
+	assert.Equal(t, classify.Verdict{Class: classify.ClassHTTP4xx}, classify.ClassifyError(fmt.Errorf("x: %w", se), true))
+	assert.Zero(t, (&HTTPError{StatusCode: 502, Err: errors.New("reset")}).HTTPStatus())
+}

@@ -656,6 +656,8 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		files, err := Generate(tc.cfg)
 		require.Error(t, err, "%+v", tc.cfg)
 		assert.Nil(t, files)
+		// The CLI maps "dashboards: <Field>" back to the config file's key.
+		assert.True(t, strings.HasPrefix(err.Error(), "dashboards: "+tc.want[0]), err.Error())
 		for _, w := range tc.want {
 			assert.Contains(t, err.Error(), w, "%+v", tc.cfg)
 		}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, options{listen: "127.0.0.1:9464", failRate: 0.1, rate: 20, openDuration: 30 * time.Second}, o)
+
+	o, err = parseFlags([]string{"-listen", "127.0.0.1:0", "-fail", "-fail-rate", "0.5", "-rate", "50", "-open-duration", "1m", "-duration", "5s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, options{listen: "127.0.0.1:0", fail: true, failRate: 0.5, rate: 50, openDuration: time.Minute, duration: 5 * time.Second}, o)
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-fail-rate", "1.5"}, "-fail-rate 1.5"},
+		{[]string{"-rate", "0"}, "-rate 0"},
+		{[]string{"-open-duration", "0s"}, "-open-duration 0s"},
+		{[]string{"-duration", "-1s"}, "-duration -1s"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parseFlags(tt.args, io.Discard)
+		require.Error(t, err, tt.args)
+		assert.Contains(t, err.Error(), tt.want)
+	}
+}
+
+// TestRunTripsAndServesMetrics runs the demo with a failing downstream until /metrics shows the
+// breaker open with rejections, then stops it like a signal would.
+func TestRunTripsAndServesMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	o := options{listen: "127.0.0.1:0", fail: true, rate: 500, openDuration: time.Hour}
+	go func() { done <- run(ctx, o, logger, func(a string) { addr <- a }) }()
+
+	var metricsAddr string
+	select {
+	case metricsAddr = <-addr:
+	case err := <-done:
+		t.Fatalf("run returned early: %v", err)
+	}
+	transport := &http.Transport{}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, Timeout: 2 * time.Second}
+	var body string
+	for ctx.Err() == nil {
+		resp, err := client.Get("http://" + metricsAddr + "/metrics")
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		body = string(b)
+		if strings.Contains(body, `resilience_circuitbreaker_state{name="downstream",state="open"} 1`) &&
+			!strings.Contains(body, `resilience_circuitbreaker_not_permitted_calls_total{name="downstream"} 0`) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond): // polling a real server, not waiting for a state
+		}
+	}
+	require.NoError(t, ctx.Err(), "the breaker never showed open with rejections; last scrape:\n%s", body)
+	assert.Contains(t, body, `resilience_circuitbreaker_transitions_total{from="closed",name="downstream",to="open"} 1`)
+	assert.Contains(t, body, "go_goroutines")
+
+	cancel()
+	require.NoError(t, <-done)
+	assert.Contains(t, logs.String(), "circuit breaker transition")
+	assert.Contains(t, logs.String(), "from=closed to=open")
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

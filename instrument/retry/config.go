@@ -41,8 +41,8 @@ type Config struct {
 	Classify func(err error, idempotent bool) classify.Verdict
 	// RetryIf, when set, decides whether a failed attempt may be retried, given its error and
 	// verdict (return v.Retryable to keep the default). It cannot override the rules that never
-	// retry: the caller's cancellation, stormwatch's rejections, exhausted attempts, the deadline
-	// and the budget.
+	// retry: the caller's cancellation, stormwatch's rejections, a response carrying the
+	// do-not-retry signal (DoNotRetryHeader), exhausted attempts, the deadline and the budget.
 	RetryIf func(err error, v classify.Verdict) bool
 	// Budget configures the retry budget (on by default).
 	Budget BudgetConfig

@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -229,7 +230,7 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			return v, r.finish(ctx, errs, cerr, outcome, wrap, emit, h.Endpoint, attempt, start, now, info)
 		}
 		retryable := info.verdict.Retryable
-		if r.cfg.RetryIf != nil && info.verdict.Class != classify.ClassRejected && info.verdict.Class != classify.ClassCanceled {
+		if r.cfg.RetryIf != nil && !info.never {
 			retryable = r.cfg.RetryIf(err, info.verdict)
 		}
 		if !retryable || attempt >= r.cfg.MaxAttempts {
@@ -389,6 +390,7 @@ func (r *Retry) emit(ctx context.Context, endpoint string, attempt int, start, n
 }
 
 type attemptInfo struct {
+	never      bool // a rule that RetryIf cannot override forbids retrying
 	verdict    classify.Verdict
 	status     int
 	retryAfter string
@@ -401,8 +403,9 @@ func (r *Retry) classify(err error) attemptInfo {
 	idempotent := r.cfg.Idempotent
 	target := err
 	var he *HTTPError
+	retryDisabled := false
 	if errors.As(err, &he) {
-		idempotent = he.Idempotent
+		idempotent, retryDisabled = he.Idempotent, he.RetryDisabled
 		info.status, info.retryAfter = he.StatusCode, he.RetryAfter
 		if he.Err != nil {
 			target = he.Err
@@ -419,11 +422,14 @@ func (r *Retry) classify(err error) attemptInfo {
 	var rej classify.Rejection
 	switch {
 	case errors.As(err, &rej) && rej.Rejected():
-		info.verdict = classify.Verdict{Class: classify.ClassRejected}
+		info.verdict, info.never = classify.Verdict{Class: classify.ClassRejected}, true
 	case errors.Is(err, context.Canceled):
-		info.verdict = classify.Verdict{Class: classify.ClassCanceled}
+		info.verdict, info.never = classify.Verdict{Class: classify.ClassCanceled}, true
 	case classify.ClassIndex(info.verdict.Class) < 0: // empty or outside the closed set
 		info.verdict.Class = classify.ClassError
+	}
+	if retryDisabled {
+		info.verdict.Retryable, info.never = false, true
 	}
 	return info
 }
@@ -482,8 +488,15 @@ type HTTPError struct {
 	Status     string // e.g. "503 Service Unavailable"
 	RetryAfter string // the raw Retry-After header, if any
 	Idempotent bool   // the request may be repeated safely (classify.IsIdempotent)
-	Err        error  // the transport error; nil when a response arrived
+	// RetryDisabled is set when the response carried the do-not-retry signal ([DoNotRetryHeader]:
+	// true): the server's own retries are exhausted, so this retry does not add more (RT-23).
+	RetryDisabled bool
+	Err           error // the transport error; nil when a response arrived
 }
+
+// DoNotRetryHeader is the response header of the do-not-retry signal (RT-23): a response with
+// "Retry-Disabled: true" is never retried by [HTTPResult]'s consumers.
+const DoNotRetryHeader = "Retry-Disabled"
 
 // Error describes the status or the transport error.
 func (e *HTTPError) Error() string {
@@ -525,6 +538,7 @@ func HTTPResult(req *http.Request, resp *http.Response, err error) error {
 	if resp != nil {
 		he.StatusCode, he.Status = resp.StatusCode, resp.Status
 		he.RetryAfter = resp.Header.Get("Retry-After")
+		he.RetryDisabled = strings.EqualFold(strings.TrimSpace(resp.Header.Get(DoNotRetryHeader)), "true")
 	}
 	return he
 }

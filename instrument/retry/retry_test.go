@@ -652,3 +652,27 @@ func TestHTTPErrorIsAStatusError(t *testing.T) {
 	assert.Equal(t, classify.Verdict{Class: classify.ClassHTTP4xx}, classify.ClassifyError(fmt.Errorf("x: %w", se), true))
 	assert.Zero(t, (&HTTPError{StatusCode: 502, Err: errors.New("reset")}).HTTPStatus())
 }
+
+func TestDoNotRetrySignalIsHonoured(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.Header().Set(DoNotRetryHeader, "true")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	f := newFixture(t, func(c *Config) { c.RetryIf = func(error, classify.Verdict) bool { return true } })
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	var resp *http.Response
+	var err error
+	drive(f.clk, func() {
+		resp, err = CallWith(context.Background(), f.r, func(ctx context.Context) (*http.Response, error) {
+			return srv.Client().Do(req.WithContext(ctx))
+		}, HTTPHooks(req))
+	})
+	DiscardResponse(resp)
+	var he *HTTPError
+	require.ErrorAs(t, err, &he)
+	assert.True(t, he.RetryDisabled)
+	assert.Equal(t, int64(1), n.Load(), "the upstream said its retries are exhausted: no retry")
+}

@@ -170,6 +170,10 @@ func Call[T any](ctx context.Context, r *Retry, fn func(ctx context.Context) (T,
 // CallWith is [Call] with hooks that classify values and release dropped ones. It returns the
 // last attempt's value and, on failure, the error as described in the package documentation.
 func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context) (T, error), h Hooks[T]) (T, error) {
+	// A panic in fn or a hook propagates to the caller; the logical call is still counted, as a
+	// failure of the attempt that panicked.
+	var pg panicGuard
+	defer r.countPanic(&pg)
 	listening := r.hub != nil && r.hub.Retries.Active()
 	var start time.Time
 	if r.cfg.MaxDuration > 0 {
@@ -196,6 +200,7 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		retrying bool // a retry event was emitted for this call
 	)
 	for ; ; attempt++ {
+		pg.attempt = attempt
 		v, err = runAttempt(ctx, r.cfg.AttemptTimeout, fn)
 		if h.Check != nil {
 			err = h.Check(v, err)
@@ -203,6 +208,7 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		if err == nil {
 			if attempt == 1 {
 				r.calls[kindSWO].Add(1)
+				pg.done = true
 				return v, nil
 			}
 			r.calls[kindSWR].Add(1)
@@ -210,6 +216,7 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 				now = r.clk.Now()
 				ctx = r.emit(ctx, h.Endpoint, attempt, start, now, 0, "", attemptInfo{}, OutcomeSucceeded, nil)
 			}
+			pg.done = true
 			return v, nil
 		}
 
@@ -227,6 +234,7 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			}
 			emit := listening && (attempt > 1 || info.verdict.Retryable)
 			wrap := attempt > 1 || !errors.Is(err, cerr)
+			pg.done = true
 			return v, r.finish(ctx, errs, cerr, outcome, wrap, emit, h.Endpoint, attempt, start, now, info)
 		}
 		retryable := info.verdict.Retryable
@@ -235,6 +243,7 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		}
 		if !retryable || attempt >= r.cfg.MaxAttempts {
 			emit := listening && (attempt > 1 || (retryable && r.cfg.MaxAttempts > 1))
+			pg.done = true
 			return v, r.finish(ctx, errs, nil, OutcomeGaveUp, attempt > 1, emit, h.Endpoint, attempt, start, now, info)
 		}
 
@@ -256,10 +265,12 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 				minUseful = remaining / 10
 			}
 			if remaining <= 0 || remaining-delay < minUseful {
+				pg.done = true
 				return v, r.finish(ctx, errs, nil, OutcomeGaveUp, true, listening, h.Endpoint, attempt, start, now, info)
 			}
 		}
 		if r.budget != nil && !r.budget.TryRetry() {
+			pg.done = true
 			return v, r.finish(ctx, errs, nil, OutcomeBudgetExhausted, true, listening, h.Endpoint, attempt, start, now, info)
 		}
 		if listening {
@@ -275,10 +286,31 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			if errors.Is(cerr, context.DeadlineExceeded) {
 				outcome = OutcomeGaveUp
 			}
+			pg.done = true
 			return zero, r.finish(ctx, errs, cerr, outcome, true, listening && retrying, h.Endpoint, attempt, start, r.clk.Now(), info)
 		}
 		r.backoff[sourceIndex(source)].observe(delay)
 		r.attempts.Add(1)
+	}
+}
+
+// panicGuard lets CallWith count a logical call whose attempt function or hook panicked.
+type panicGuard struct {
+	attempt int
+	done    bool
+}
+
+// countPanic runs deferred in CallWith: when the call did not return normally (a panic is
+// propagating), it counts the call as failed. It does not recover the panic.
+func (r *Retry) countPanic(pg *panicGuard) {
+	if pg.done {
+		return
+	}
+	r.errs[classify.ClassIndex(classify.ClassError)].Add(1)
+	if pg.attempt <= 1 {
+		r.calls[kindFWO].Add(1)
+	} else {
+		r.calls[kindFWR].Add(1)
 	}
 }
 

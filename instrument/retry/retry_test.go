@@ -676,3 +676,26 @@ func TestDoNotRetrySignalIsHonoured(t *testing.T) {
 	assert.True(t, he.RetryDisabled)
 	assert.Equal(t, int64(1), n.Load(), "the upstream said its retries are exhausted: no retry")
 }
+
+func TestPanicPropagatesAndIsCounted(t *testing.T) {
+	f := newFixture(t, nil)
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = f.r.Do(context.Background(), func(context.Context) error { panic("boom") })
+	})
+	n := 0
+	var recovered any
+	drive(f.clk, func() {
+		defer func() { recovered = recover() }()
+		_ = f.r.Do(context.Background(), func(context.Context) error {
+			n++
+			if n == 2 {
+				panic("boom")
+			}
+			return errors.New("x")
+		})
+	})
+	assert.Equal(t, "boom", recovered, "the panic of the second attempt propagates")
+	s := f.r.Snapshot()
+	assert.Equal(t, []uint64{0, 0, 1, 1, 0}, s.Calls, "each call counted once")
+	assert.Equal(t, uint64(3), s.Errors[classify.ClassIndex(classify.ClassError)])
+}

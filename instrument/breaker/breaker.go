@@ -261,6 +261,11 @@ func (b *Breaker) Allow() (done func(err error), err error) {
 // when the breaker refuses the call, and otherwise fn's error, unchanged. A panic in fn is
 // counted as ignored, returns a half-open permit and propagates.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
+	if e := b.cur.Load(); e.state == Closed {
+		if s := b.set.Load(); !s.timed && !s.outcomes.Active() {
+			return b.doClosed(ctx, e, fn)
+		}
+	}
 	p, err := b.Acquire()
 	if err != nil {
 		return err
@@ -274,6 +279,21 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 	err = fn(ctx)
 	completed = true
 	p.Done(err)
+	return err
+}
+
+// doClosed is Do's path for a closed breaker that measures no durations: what Acquire and
+// Permit.Done would do, without building a Permit.
+func (b *Breaker) doClosed(ctx context.Context, e *epoch, fn func(context.Context) error) error {
+	completed := false
+	defer func() {
+		if !completed {
+			Permit{b: b, e: e}.abandon()
+		}
+	}()
+	err := fn(ctx)
+	completed = true
+	b.finish(e, false, err, 0, false)
 	return err
 }
 

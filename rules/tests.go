@@ -379,7 +379,7 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 	idleChecks := silent(C+c.forDur(), C+c.forDur()+10*time.Minute)
 	end = lastCheck(idleChecks) + time.Minute
 	out = append(out, testCase{
-		name:   c.name("an open breaker without traffic (no rejections, no probes) does not fire"),
+		name:   c.name("idle: an open breaker without traffic (no rejections, no probes) does not fire"),
 		series: build(end, when(t0, forever, trip, 0), zero, zero),
 		checks: idleChecks,
 	})
@@ -487,7 +487,7 @@ func fleetWideScenarios(c *scenario) ([]testCase, error) {
 		series: build(end, open, t0, forever),
 		checks: fire,
 	})
-	quiet := silent(t0+c.forDur(), t0+c.forDur()+5*time.Minute)
+	quiet := silent(t0, t0+c.forDur(), t0+c.forDur()+5*time.Minute)
 	end = lastCheck(quiet) + time.Minute
 	out = append(out, testCase{
 		name:   c.name("a 15s blip on %d of %d instances does not fire", open, instances),
@@ -532,7 +532,7 @@ func trafficScenarios(c *scenario, build func(end time.Duration, bad, good func(
 		checks: fire,
 	})
 	bt := 5 * time.Minute
-	quiet := silent(bt+c.forDur(), bt+c.forDur()+2*time.Minute)
+	quiet := silent(bt+time.Minute, bt+c.forDur(), bt+c.forDur()+2*time.Minute)
 	end = lastCheck(quiet) + time.Minute
 	out = append(out, testCase{
 		name:   c.name("%s", blipDesc),
@@ -677,7 +677,7 @@ func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 		checks: fire,
 	})
 	bt := 75 * time.Minute
-	quiet := silent(bt+c.forDur(), bt+c.forDur()+2*time.Minute)
+	quiet := silent(bt+time.Minute, bt+c.forDur(), bt+c.forDur()+2*time.Minute)
 	end = lastCheck(quiet) + time.Minute
 	out = append(out, testCase{
 		name:   c.name("a 15s blip of 3 extra attempts per call does not fire"),
@@ -747,7 +747,7 @@ func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Durat
 	fire := c.fires(t0, t0)
 	end := lastCheck(fire) + time.Minute
 	out = append(out, testCase{name: c.name("%s", fireDesc), series: build(end, when(t0, forever, high, low)), checks: fire})
-	quiet := silent(t0+c.forDur(), t0+c.forDur()+5*time.Minute)
+	quiet := silent(t0, t0+c.forDur(), t0+c.forDur()+5*time.Minute) // during the blip, too
 	end = lastCheck(quiet) + time.Minute
 	out = append(out, testCase{name: c.name("%s", blipDesc), series: build(end, when(t0, t0+step, high, low)), checks: quiet})
 	out = append(out, testCase{name: c.name("%s", idleDesc), series: build(end, func(time.Duration) float64 { return idleValue }), checks: quiet})

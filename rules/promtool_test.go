@@ -1,0 +1,238 @@
+package rules
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// promtoolPath is where scripts/install-tools.sh puts promtool 3.16.
+const promtoolPath = "../bin/promtool"
+
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(promtoolPath)
+	require.NoError(t, err)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("bin/promtool is absent (%v): run scripts/install-tools.sh (CI always does) to run the promtool checks", err)
+	}
+	return p
+}
+
+// runPromtool runs promtool with args in dir and returns its combined output and whether it
+// succeeded.
+func runPromtool(t *testing.T, dir string, args ...string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, promtool(t), args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "promtool timed out")
+	return string(out), err == nil
+}
+
+// writeRuleAndTests writes the rule file and its tests for cfg into a temp dir.
+func writeRuleAndTests(t *testing.T, cfg Config) string {
+	t.Helper()
+	dir := t.TempDir()
+	rulesYAML, err := GeneratePrometheus(cfg)
+	require.NoError(t, err)
+	testsYAML, err := GenerateTests(cfg, "rules.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), rulesYAML, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.test.yaml"), testsYAML, 0o644))
+	return dir
+}
+
+// TestPromtoolAcceptsGeneratedRulesAndTests runs `promtool check rules --lint=all
+// --lint-fatal` and `promtool test rules` on the output of several configurations: the
+// scenarios follow thresholds, durations, namespace, selector and group_by.
+func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
+	promtool(t)
+	configs := map[string]Config{
+		"defaults": {},
+		"custom": {
+			Namespace: "acme", Selector: `job=~"checkout|cart", env="prod", team!="x"`, GroupBy: []string{"cluster", "job", "name"},
+			RunbookBaseURL: "https://wiki.example.com/rb",
+			Alerts: map[string]AlertConfig{
+				AlertStuckOpen:              {Threshold: ptr(300.0), For: ptr(2 * time.Minute), KeepFiringFor: ptr(time.Minute)},
+				AlertFlapping:               {Threshold: ptr(5.0), KeepFiringFor: ptr(5 * time.Minute)},
+				AlertOpenFleetWide:          {Threshold: ptr(0.25), For: ptr(time.Minute)},
+				AlertRejectingCalls:         {Threshold: ptr(0.5), For: ptr(10 * time.Minute)},
+				AlertRetryRateHigh:          {Threshold: ptr(0.5), Severity: "critical"},
+				AlertRetryRateSpike:         {Threshold: ptr(5.0)},
+				AlertRetryBudgetExhausted:   {Threshold: ptr(2.0)},
+				AlertRetriesNotRescuing:     {Threshold: ptr(0.3)},
+				AlertBulkheadRejectionsHigh: {Threshold: ptr(0.05), KeepFiringFor: ptr(2 * time.Minute)},
+				AlertBulkheadSaturated:      {Threshold: ptr(0.75), For: ptr(5 * time.Minute)},
+				AlertFallbackSustained:      {Threshold: ptr(0.5), For: ptr(20 * time.Minute)},
+				AlertSlowCallRateHigh:       {Threshold: ptr(1.0)},
+			},
+		},
+		"no namespace, some disabled": {
+			Namespace: NoNamespace, GroupBy: []string{"name"},
+			Alerts: map[string]AlertConfig{
+				AlertFallbackSustained: {Enabled: ptr(false)}, AlertBulkheadSaturated: {Enabled: ptr(false)},
+				AlertBulkheadRejectionsHigh: {Enabled: ptr(false)}, AlertFlapping: {Threshold: ptr(40.0)},
+			},
+		},
+	}
+	for name, cfg := range configs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeRuleAndTests(t, cfg)
+			out, ok := runPromtool(t, dir, "check", "rules", "--lint=all", "--lint-fatal", "rules.yaml")
+			require.True(t, ok, "promtool check rules:\n%s", out)
+			out, ok = runPromtool(t, dir, "test", "rules", "rules.test.yaml")
+			require.True(t, ok, "promtool test rules:\n%s", out)
+			assert.Contains(t, out, "SUCCESS")
+		})
+	}
+}
+
+// TestMutationsAreCaught shows that the generated tests pin the rules' intent: each mutation
+// of the generated rule file (a wrong threshold, a flipped comparison, a dropped clause, a
+// dropped for) makes `promtool test rules` fail. Only the mutated alert's test groups are run
+// (--run), which keeps the test fast; TestPromtoolAcceptsGeneratedRulesAndTests shows they
+// pass on the unmutated rules.
+func TestMutationsAreCaught(t *testing.T) {
+	promtool(t)
+	mutations := []struct {
+		name      string
+		alert     string
+		from, to  string
+		wantGroup string // a test group that must fail
+	}{
+		{"wrong threshold", AlertStuckOpen, ") > 120\n", ") > 1200\n", "fires"},
+		{"flipped comparison", AlertRetriesNotRescuing, "ratio_rate5m < 0.5", "ratio_rate5m > 0.5", "fires"},
+		{"off-by-one trip count", AlertFlapping, ") >= 3", ") > 3", "fires on trip number 3"},
+		{"idle breaker pages (traffic clause dropped)", AlertStuckOpen, "and on (job, name, instance)", "or on (job, name, instance)", "idle: an open breaker without traffic"},
+		{"blip pages (for dropped)", AlertBulkheadSaturated, "for: 10m", "for: 0s", "blip"},
+		{"no resolution (keep_firing_for far too long)", AlertRetryRateHigh, "ratio_rate5m > 0.05\n        for: 5m", "ratio_rate5m > 0.05\n        for: 5m\n        keep_firing_for: 1h", "resolves"},
+		{"spike compared without the hour-ago baseline", AlertRetryRateSpike, "offset 1h", "offset 0s", "fires when the retry rate jumps"},
+	}
+	rulesYAML, err := GeneratePrometheus(Config{})
+	require.NoError(t, err)
+	testsYAML, err := GenerateTests(Config{}, "rules.yaml")
+	require.NoError(t, err)
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			mutated := mutateAlert(t, string(rulesYAML), m.alert, m.from, m.to)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(mutated), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.test.yaml"), testsYAML, 0o644))
+			out, ok := runPromtool(t, dir, "check", "rules", "rules.yaml")
+			require.True(t, ok, "the mutant must still be a valid rule file:\n%s", out)
+			out, ok = runPromtool(t, dir, "test", "rules", "--run", "^"+m.alert+":", "rules.test.yaml")
+			require.False(t, ok, "mutation %q survived promtool test rules:\n%s", m.name, out)
+			assert.Contains(t, out, "FAILED")
+			assert.Contains(t, out, "name: "+m.alert+":", "the failing test groups belong to the mutated alert")
+			assert.Regexp(t, `name: `+m.alert+`: [^\n]*`+regexp.QuoteMeta(m.wantGroup), out)
+			t.Logf("mutation %q of %s caught:\n%s", m.name, m.alert, firstLines(out, 12))
+		})
+	}
+}
+
+// mutateAlert replaces from with to inside the rule of alert only.
+func mutateAlert(t *testing.T, file, alert, from, to string) string {
+	t.Helper()
+	start := strings.Index(file, "- alert: "+alert+"\n")
+	require.GreaterOrEqual(t, start, 0, alert)
+	end := strings.Index(file[start+1:], "- alert: ")
+	if end < 0 {
+		end = len(file)
+	} else {
+		end += start + 1
+	}
+	if g := strings.Index(file[start:end], "\n  - name: "); g >= 0 {
+		end = start + g
+	}
+	rule := file[start:end]
+	require.Contains(t, rule, from, "mutation anchor not found in %s", alert)
+	return file[:start] + strings.Replace(rule, from, to, 1) + file[end:]
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestEveryAlertHasItsFourCases checks the shape of the generated tests: per alert, a group
+// where it fires (with an expected firing alert), a blip group, an idle group and a resolve
+// group, each with at least one check; plus the recording-rule values.
+func TestEveryAlertHasItsFourCases(t *testing.T) {
+	out, err := GenerateTests(Config{}, "rules.yaml")
+	require.NoError(t, err)
+	var file yamlTestFile
+	require.NoError(t, yaml.Unmarshal(out, &file))
+	assert.Equal(t, []string{"rules.yaml"}, file.RuleFiles)
+	assert.Equal(t, GroupNames, file.GroupEvalOrder)
+	byAlert := map[string][]yamlTestGroup{}
+	for _, g := range file.Tests {
+		name, _, _ := strings.Cut(g.Name, ":")
+		byAlert[name] = append(byAlert[name], g)
+	}
+	require.NotEmpty(t, byAlert["recording rules"])
+	assert.GreaterOrEqual(t, len(byAlert["recording rules"][0].PromqlExprTests), 10)
+	for _, alert := range AlertNames() {
+		groups := byAlert[alert]
+		kinds := map[string]bool{}
+		for _, g := range groups {
+			require.NotEmpty(t, g.AlertRuleTests, g.Name)
+			firing := false
+			for _, at := range g.AlertRuleTests {
+				assert.Equal(t, alert, at.Alertname)
+				if len(at.ExpAlerts) > 0 {
+					firing = true
+					assert.Equal(t, "payments-api", at.ExpAlerts[0].ExpLabels["name"])
+					assert.NotContains(t, at.ExpAlerts[0].ExpAnnotations["description"], "{{", "expected annotations are expanded")
+				}
+			}
+			switch {
+			case strings.Contains(g.Name, "resolves"):
+				kinds["resolves"] = true
+				assert.True(t, firing, g.Name)
+				last := g.AlertRuleTests[len(g.AlertRuleTests)-1]
+				assert.Empty(t, last.ExpAlerts, "%s: the last check is after the resolution", g.Name)
+			case strings.Contains(g.Name, "fires"):
+				kinds["fires"] = true
+				assert.True(t, firing, g.Name)
+			case strings.Contains(g.Name, "blip"):
+				kinds["blip"] = true
+				assert.False(t, firing, g.Name)
+			case strings.Contains(g.Name, "idle"):
+				kinds["idle"] = true
+				assert.False(t, firing, g.Name)
+			default:
+				assert.False(t, firing, g.Name)
+			}
+		}
+		assert.Equal(t, map[string]bool{"fires": true, "blip": true, "idle": true, "resolves": true}, kinds, alert)
+	}
+}
+
+func TestGeneratedSeriesNotation(t *testing.T) {
+	assert.Equal(t, "0 0 5+5x2", counter(time.Minute, when(30*time.Second, forever, 5, 0)))
+	assert.Equal(t, "0x1 60x1 0", gauge(time.Minute, when(30*time.Second, 60*time.Second, 60, 0)))
+	assert.Equal(t, "1 NaN NaN", gauge(30*time.Second, func(t time.Duration) float64 {
+		if t == 0 {
+			return 1
+		}
+		return math.NaN()
+	}))
+}

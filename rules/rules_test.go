@@ -1,0 +1,293 @@
+package rules
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDefaultAlertsMatchSpec(t *testing.T) {
+	want := []string{
+		"CircuitBreakerStuckOpen", "CircuitBreakerFlapping", "CircuitBreakerOpenFleetWide", "CircuitBreakerRejectingCalls",
+		"RetryRateHigh", "RetryRateSpike", "RetryBudgetExhausted", "RetriesNotRescuing",
+		"BulkheadRejectionsHigh", "BulkheadSaturated", "FallbackSustained", "SlowCallRateHigh",
+	}
+	assert.ElementsMatch(t, want, AlertNames())
+	for _, name := range AlertNames() {
+		assert.Contains(t, scenarios, name, "test scenarios")
+		assert.Contains(t, runbooks, name, "runbook")
+	}
+	sev := map[string]string{}
+	for _, a := range Alerts() {
+		sev[a.Name] = a.Severity
+	}
+	assert.Equal(t, "critical", sev[AlertOpenFleetWide])
+	assert.Equal(t, "info", sev[AlertRejectingCalls])
+}
+
+var (
+	camelCase     = regexp.MustCompile(`^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*$`)
+	recordingName = regexp.MustCompile(`^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$`)
+)
+
+// TestMixtoolConventions enforces the conventions of the monitoring-mixins style guide on the
+// generated rules, for the defaults and for a customised configuration.
+func TestMixtoolConventions(t *testing.T) {
+	for _, cfg := range []Config{
+		{},
+		{Namespace: "acme", Selector: `job="checkout", env=~"prod|staging"`, GroupBy: []string{"cluster", "job", "name"}, RunbookBaseURL: "https://wiki.example.com/runbooks/"},
+	} {
+		groups, err := Groups(cfg)
+		require.NoError(t, err)
+		require.Len(t, groups, len(GroupNames))
+		alerts := 0
+		for i, g := range groups {
+			assert.Equal(t, GroupNames[i], g.Name)
+			assert.LessOrEqual(t, len(g.Rules), 20, "group %s has too many rules", g.Name)
+			for _, rl := range g.Rules {
+				if rl.Record != "" {
+					assert.Equal(t, GroupRecording, g.Name)
+					assert.Regexp(t, recordingName, rl.Record, "recording rule name level:metric:operations")
+					parts := strings.Split(rl.Record, ":")
+					assert.Regexp(t, `(^|_)rate5m$|^ratio_rate5m$`, parts[2])
+					continue
+				}
+				alerts++
+				assert.NotEqual(t, GroupRecording, g.Name)
+				assert.Regexp(t, camelCase, rl.Alert)
+				assert.LessOrEqual(t, len(rl.Alert), 40, rl.Alert)
+				assert.Contains(t, Severities, rl.Labels["severity"], rl.Alert)
+				sum := rl.Annotations["summary"]
+				require.NotEmpty(t, sum, rl.Alert)
+				assert.True(t, unicode.IsUpper([]rune(sum)[0]), "%s: summary %q must start with a capital", rl.Alert, sum)
+				assert.True(t, strings.HasSuffix(sum, "."), "%s: summary %q must end with a period", rl.Alert, sum)
+				assert.NotContains(t, sum, "{{", "%s: summary must be static", rl.Alert)
+				desc := rl.Annotations["description"]
+				assert.Contains(t, desc, "{{ $labels.name }}", "%s: description must be templated", rl.Alert)
+				assert.True(t, strings.HasSuffix(desc, "."), rl.Alert)
+				base := strings.TrimSuffix(cfg.RunbookBaseURL, "/")
+				if base == "" {
+					base = DefaultRunbookBaseURL
+				}
+				assert.Equal(t, base+"/"+rl.Alert, rl.Annotations["runbook_url"])
+				assert.True(t, rl.For > 0 || rl.KeepFiringFor > 0, "%s: needs for or keep_firing_for", rl.Alert)
+				assert.Len(t, rl.Annotations, 3, rl.Alert)
+			}
+		}
+		assert.Equal(t, len(AlertNames()), alerts)
+	}
+}
+
+func TestPerInstanceAlertsKeepInstance(t *testing.T) {
+	groups, err := Groups(Config{})
+	require.NoError(t, err)
+	perInstance := map[string]bool{AlertStuckOpen: true, AlertFlapping: true, AlertSlowCallRateHigh: true}
+	for _, g := range groups {
+		for _, rl := range g.Rules {
+			if rl.Alert == "" {
+				continue
+			}
+			if rl.Alert == AlertOpenFleetWide {
+				// Counts instances per job and name.
+				assert.Contains(t, rl.Expr, "count by (job, name) (max by (job, name, instance)", rl.Alert)
+				continue
+			}
+			assert.Equal(t, perInstance[rl.Alert], strings.Contains(rl.Expr, "instance"), "%s: instance kept", rl.Alert)
+			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.HasPrefix(rl.Expr, "job_name:"), "%s keeps job and name", rl.Alert)
+		}
+	}
+}
+
+// TestConfigKnobsChangeOutput checks that every knob visibly changes the generated rules.
+func TestConfigKnobsChangeOutput(t *testing.T) {
+	def, err := Generate(Config{})
+	require.NoError(t, err)
+	cases := []struct {
+		name   string
+		cfg    Config
+		want   []string // substrings of the changed output
+		absent []string // substrings of the default output that must be gone
+	}{
+		{"namespace", Config{Namespace: "acme"}, []string{"acme_circuitbreaker_tripped_since_timestamp_seconds", "job_name:acme_retry_attempts:rate5m"}, []string{"resilience_"}},
+		{"no namespace", Config{Namespace: NoNamespace}, []string{"(circuitbreaker_tripped_since_timestamp_seconds > 0)", "job_name:retry_attempts:rate5m"}, []string{"resilience_"}},
+		{"selector", Config{Selector: `job="checkout"`}, []string{`resilience_circuitbreaker_tripped_since_timestamp_seconds{job="checkout"}`, `job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"}`, `resilience_retry_attempts_total{job="checkout"}[5m] offset 1h`}, nil},
+		{"selector label kept", Config{Selector: `env="prod"`}, []string{"sum by (job, name, env)", "job_name_env:resilience_retry_attempts:rate5m"}, nil},
+		{"group_by", Config{GroupBy: []string{"cluster", "name"}}, []string{"sum by (cluster, name)", "cluster_name:resilience_retry_attempts:rate5m", "max by (cluster, name, instance)"}, []string{"job_name:"}},
+		{"runbook base", Config{RunbookBaseURL: "https://runbooks.example.com/sw"}, []string{"runbook_url: https://runbooks.example.com/sw/CircuitBreakerStuckOpen"}, []string{DefaultRunbookBaseURL}},
+		{"threshold", Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(0.2)}}}, []string{"ratio_rate5m > 0.2"}, []string{"ratio_rate5m > 0.05"}},
+		{"stuck-open threshold", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Threshold: ptr(300.0)}}}, []string{") > 300", "[5m]))", "more than 5m"}, []string{") > 120"}},
+		{"for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(3 * time.Minute)}}}, []string{"for: 3m"}, nil},
+		{"keep_firing_for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(5 * time.Minute)}}}, []string{"keep_firing_for: 5m\n        labels:\n          severity: warning\n        annotations:\n          description: 'Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has not been closed"}, nil},
+		{"severity", Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Severity: "warning"}}}, nil, nil},
+		{"enabled", Config{Alerts: map[string]AlertConfig{AlertFallbackSustained: {Enabled: ptr(false)}}}, nil, []string{"FallbackSustained", "stormwatch-fallback"}},
+		{"format", Config{Format: FormatOperator}, []string{"apiVersion: monitoring.coreos.com/v1", "kind: PrometheusRule", "spec:\n  groups:"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Generate(tc.cfg)
+			require.NoError(t, err)
+			assert.NotEqual(t, string(def), string(out), "knob did not change the output")
+			for _, w := range tc.want {
+				assert.Contains(t, string(out), w)
+			}
+			for _, a := range tc.absent {
+				assert.NotContains(t, string(out), a)
+			}
+		})
+	}
+
+	// Severity: the RejectingCalls rule itself carries the new severity.
+	groups, err := Groups(Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Severity: "warning"}}})
+	require.NoError(t, err)
+	for _, g := range groups {
+		for _, rl := range g.Rules {
+			if rl.Alert == AlertRejectingCalls {
+				assert.Equal(t, "warning", rl.Labels["severity"])
+			}
+		}
+	}
+}
+
+func TestOutputHasHeaderAndParsesAsYAML(t *testing.T) {
+	for _, f := range []Format{FormatPrometheus, FormatOperator} {
+		out, err := Generate(Config{Format: f})
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(out), "# Code generated by stormwatch"), f)
+		require.Regexp(t, `(?m)^# Code generated .* DO NOT EDIT\.$`, string(out))
+		var doc map[string]any
+		require.NoError(t, yaml.Unmarshal(out, &doc))
+		if f == FormatOperator {
+			assert.Equal(t, "PrometheusRule", doc["kind"])
+			assert.Contains(t, doc["spec"], "groups")
+		} else {
+			assert.Contains(t, doc, "groups")
+		}
+	}
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	a, err := Generate(Config{Selector: `a="1", b="2"`})
+	require.NoError(t, err)
+	for range 5 {
+		b, err := Generate(Config{Selector: `a="1", b="2"`})
+		require.NoError(t, err)
+		require.Equal(t, string(a), string(b))
+	}
+	ta, err := GenerateTests(Config{}, "r.yaml")
+	require.NoError(t, err)
+	tb, err := GenerateTests(Config{}, "r.yaml")
+	require.NoError(t, err)
+	require.Equal(t, string(ta), string(tb))
+}
+
+func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	cases := []struct {
+		cfg   Config
+		field string
+		msg   string
+	}{
+		{Config{Namespace: "9lives"}, "namespace", `"9lives"`},
+		{Config{Selector: `job="a`}, "selector", "unterminated"},
+		{Config{Selector: `job=~"("`}, "selector", "regular expression"},
+		{Config{Selector: `kind="x"`}, "selector", `"kind"`},
+		{Config{GroupBy: []string{}}, "group_by", "empty"},
+		{Config{GroupBy: []string{"job"}}, "group_by", `must contain "name"`},
+		{Config{GroupBy: []string{"name", "instance"}}, "group_by", `"instance"`},
+		{Config{GroupBy: []string{"name", "name"}}, "group_by", "twice"},
+		{Config{GroupBy: []string{"name", "bad-label"}}, "group_by", `"bad-label"`},
+		{Config{RunbookBaseURL: "wiki/runbooks"}, "runbook_base_url", `"wiki/runbooks"`},
+		{Config{RunbookBaseURL: "https://x.example/?a=b"}, "runbook_base_url", "query"},
+		{Config{Format: "json"}, "format", `"json"`},
+		{Config{Alerts: map[string]AlertConfig{"CircuitBreakerStuck": {}}}, "alerts.CircuitBreakerStuck", `unknown alert "CircuitBreakerStuck"`},
+		{Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(11.0)}}}, "alerts.RetryRateHigh.threshold", "11: out of range (0, 10]"},
+		{Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Threshold: ptr(1.0)}}}, "alerts.CircuitBreakerRejectingCalls.threshold", "1: out of range (0, 1)"},
+		{Config{Alerts: map[string]AlertConfig{AlertFlapping: {Threshold: ptr(2.5)}}}, "alerts.CircuitBreakerFlapping.threshold", "whole number"},
+		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(-time.Second)}}}, "alerts.CircuitBreakerStuckOpen.for", "negative"},
+		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(48 * time.Hour)}}}, "alerts.CircuitBreakerStuckOpen.keep_firing_for", "longer than 1d"},
+		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(1500 * time.Millisecond)}}}, "alerts.CircuitBreakerStuckOpen.for", "whole number of seconds"},
+		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Severity: "page"}}}, "alerts.CircuitBreakerStuckOpen.severity", `"page" is not one of info, warning, critical`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.field+"/"+tc.msg, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			require.Error(t, err)
+			var fe *FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.field, fe.Field)
+			assert.Contains(t, err.Error(), tc.msg)
+			assert.Contains(t, err.Error(), tc.field)
+			_, gerr := Generate(tc.cfg)
+			assert.Error(t, gerr)
+			_, gerr = GenerateTests(tc.cfg, "r.yaml")
+			assert.Error(t, gerr)
+			_, gerr = GenerateRunbooks(tc.cfg)
+			assert.Error(t, gerr)
+		})
+	}
+}
+
+func TestDurations(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"0", 0}, {"0s", 0}, {"15s", 15 * time.Second}, {"2m", 2 * time.Minute}, {"1h30m", 90 * time.Minute},
+		{"1d", 24 * time.Hour}, {"1m30s", 90 * time.Second}, {"500ms", 500 * time.Millisecond}, {"1w", 7 * 24 * time.Hour},
+	} {
+		got, err := ParseDuration(tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+	for _, bad := range []string{"", "5", "m", "1x", "5m1h", "1m1m", "-5m", "1.5m", " 5m", "99999999999999h"} {
+		_, err := ParseDuration(bad)
+		assert.Error(t, err, bad)
+	}
+	for _, d := range []time.Duration{0, time.Second, 90 * time.Second, time.Hour, 25 * time.Hour, 1500 * time.Millisecond} {
+		back, err := ParseDuration(FormatDuration(d))
+		require.NoError(t, err, FormatDuration(d))
+		assert.Equal(t, d, back)
+	}
+	assert.Equal(t, "1h30m", FormatDuration(90*time.Minute))
+}
+
+func TestRunbooks(t *testing.T) {
+	files, err := GenerateRunbooks(Config{Selector: `job="checkout"`, Alerts: map[string]AlertConfig{AlertBulkheadSaturated: {Enabled: ptr(false)}}})
+	require.NoError(t, err)
+	paths := map[string]string{}
+	for _, f := range files {
+		paths[f.Path] = string(f.Data)
+	}
+	require.Contains(t, paths, "runbooks/README.md")
+	assert.NotContains(t, paths, "runbooks/BulkheadSaturated/README.md")
+	assert.NotContains(t, paths["runbooks/README.md"], "BulkheadSaturated")
+	for _, name := range AlertNames() {
+		if name == AlertBulkheadSaturated {
+			continue
+		}
+		md, ok := paths["runbooks/"+name+"/README.md"]
+		require.True(t, ok, name)
+		for _, section := range []string{"# " + name, "## What it means", "## Impact", "## Likely causes", "## Investigate", "## Mitigate", "```promql", dashboardName, "## Alert definition"} {
+			assert.Contains(t, md, section, name)
+		}
+		assert.Contains(t, md, `job="checkout"`, "%s: queries use the selector", name)
+		assert.Contains(t, paths["runbooks/README.md"], "["+name+"]("+name+"/README.md)")
+	}
+}
+
+func TestRunbookCausesCoverTheSeeds(t *testing.T) {
+	all := ""
+	for _, rb := range runbooks {
+		all += strings.Join(rb.causes, "\n") + strings.Join(rb.mitigation, "\n")
+	}
+	for _, cause := range []string{"retry storm", "missing circuit breaker", "undersized bulkhead", "4xx", "Retry-After", "recovery stampede", "credential"} {
+		assert.Contains(t, strings.ToLower(all), strings.ToLower(cause))
+	}
+}

@@ -3,13 +3,17 @@ package instrument
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
 func TestRegistryFallback(t *testing.T) {
@@ -49,4 +53,48 @@ func TestRegistryFallback(t *testing.T) {
 	all := r.Fallbacks()
 	require.Len(t, all, 1)
 	assert.Same(t, f, all[0].Value)
+}
+
+// Named primitives from one registry compose by nesting their closure helpers: here a fallback
+// around a bulkhead around a per-attempt timeout, all for the dependency "prices-api".
+func ExampleRegistry_Fallback() {
+	reg, err := NewRegistry()
+	if err != nil {
+		panic(err)
+	}
+	bh, err := reg.Bulkhead("prices-api", bulkhead.Config{MaxConcurrent: 10, MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	to, err := reg.Timeout("prices-api", timeout.Config{Timeout: 20 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	fb, err := reg.Fallback("prices-api", fallback.Config{
+		On: []fallback.Cause{fallback.CauseBulkheadFull, fallback.CauseTimeout},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	slowFetch := func(ctx context.Context) (float64, error) {
+		<-ctx.Done() // the dependency hangs; the attempt's deadline ends it
+		return 0, ctx.Err()
+	}
+	price, fromFallback, err := fallback.Call(context.Background(), fb,
+		func(ctx context.Context) (float64, error) {
+			return bulkhead.Call(ctx, bh, func(ctx context.Context) (float64, error) {
+				return timeout.Call(ctx, to, slowFetch)
+			})
+		},
+		func(_ context.Context, cause fallback.Cause, _ error) (float64, error) {
+			fmt.Println("fallback cause:", cause)
+			return 9.99, nil // last known price
+		})
+	fmt.Println(price, fromFallback, err)
+	fmt.Println("timed out:", to.Stats().TimedOut, "in flight:", bh.Stats().InFlight)
+	// Output:
+	// fallback cause: timeout
+	// 9.99 true <nil>
+	// timed out: 1 in flight: 0
 }

@@ -16,10 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/promql/promqltest"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/util/annotations"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -413,31 +417,97 @@ func slicesContains(ss []string, s string) bool {
 	return false
 }
 
-// syntheticLoad is a promqltest load statement: counters grow by 1 a minute, histograms observe
-// one value per bucket a minute, gauges hold gaugeValue.
-func syntheticLoad() string {
-	var b strings.Builder
-	b.WriteString("load 1m\n")
+// syntheticSeries is the synthetic scrape, one sample a minute from 0 to 30m: counters grow by
+// 1 a minute, histograms observe one value per bucket a minute, gauges hold gaugeValue.
+func syntheticSeries() []storage.Series {
+	var out []storage.Series
+	add := func(name string, ls []string, f func(minute int) float64) {
+		b := labels.NewScratchBuilder(len(ls) + 2)
+		b.Add(labels.MetricName, name)
+		for _, l := range ls {
+			k, v, _ := strings.Cut(l, "=")
+			b.Add(k, strings.Trim(v, `"`))
+		}
+		b.Sort()
+		var samples []chunks.Sample
+		for m := 0; m <= 30; m++ {
+			samples = append(samples, floatSample{t: int64(m) * time.Minute.Milliseconds(), f: f(m)})
+		}
+		out = append(out, storage.NewListSeries(b.Labels(), samples))
+	}
+	perMinute := func(n int) func(int) float64 { return func(m int) float64 { return float64(n * m) } }
 	for _, m := range catalog.All() {
+		name := m.FullName(catalog.DefaultNamespace)
 		for _, ls := range combos(m) {
-			sel := strings.Join(ls, ", ")
 			switch m.Type {
 			case catalog.Counter:
-				fmt.Fprintf(&b, "  %s{%s} 0+1x30\n", m.FullName(catalog.DefaultNamespace), sel)
+				add(name, ls, perMinute(1))
 			case catalog.Gauge:
-				fmt.Fprintf(&b, "  %s{%s} %sx30\n", m.FullName(catalog.DefaultNamespace), sel, strconv.FormatFloat(gaugeValue(m, ls), 'g', -1, 64))
+				v := gaugeValue(m, ls)
+				add(name, ls, func(int) float64 { return v })
 			case catalog.Histogram:
 				les := append([]float64{}, m.Buckets...)
 				for i, le := range append(les, math.Inf(1)) {
-					fmt.Fprintf(&b, "  %s_bucket{%s, le=\"%s\"} 0+%dx30\n", m.FullName(catalog.DefaultNamespace), sel, formatLe(le), i+1)
+					add(name+"_bucket", append(append([]string{}, ls...), `le="`+formatLe(le)+`"`), perMinute(i+1))
 				}
-				fmt.Fprintf(&b, "  %s_count{%s} 0+%dx30\n", m.FullName(catalog.DefaultNamespace), sel, len(les)+1)
-				fmt.Fprintf(&b, "  %s_sum{%s} 0+1x30\n", m.FullName(catalog.DefaultNamespace), sel)
+				add(name+"_count", ls, perMinute(len(les)+1))
+				add(name+"_sum", ls, perMinute(1))
 			}
 		}
 	}
-	return b.String()
+	return out
 }
+
+// floatSample is a float sample for storage.NewListSeries.
+type floatSample struct {
+	t int64
+	f float64
+}
+
+func (s floatSample) T() int64                      { return s.t }
+func (s floatSample) ST() int64                     { return 0 }
+func (s floatSample) F() float64                    { return s.f }
+func (s floatSample) H() *histogram.Histogram       { return nil }
+func (s floatSample) FH() *histogram.FloatHistogram { return nil }
+func (s floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (s floatSample) Copy() chunks.Sample           { return s }
+
+// memStorage is an in-memory storage.Queryable over a fixed set of series.
+type memStorage struct{ series []storage.Series }
+
+func (s memStorage) Querier(int64, int64) (storage.Querier, error) { return s, nil }
+
+func (s memStorage) Select(_ context.Context, _ bool, _ *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	var out []storage.Series
+	for _, series := range s.series {
+		ls := series.Labels()
+		if slices.IndexFunc(ms, func(m *labels.Matcher) bool { return !m.Matches(ls.Get(m.Name)) }) < 0 {
+			out = append(out, series)
+		}
+	}
+	slices.SortFunc(out, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
+	return &seriesSet{series: out, i: -1}
+}
+
+func (s memStorage) LabelValues(context.Context, string, *storage.LabelHints, ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	return nil, nil, nil
+}
+
+func (s memStorage) LabelNames(context.Context, *storage.LabelHints, ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	return nil, nil, nil
+}
+
+func (s memStorage) Close() error { return nil }
+
+type seriesSet struct {
+	series []storage.Series
+	i      int
+}
+
+func (s *seriesSet) Next() bool                        { s.i++; return s.i < len(s.series) }
+func (s *seriesSet) At() storage.Series                { return s.series[s.i] }
+func (s *seriesSet) Err() error                        { return nil }
+func (s *seriesSet) Warnings() annotations.Annotations { return nil }
 
 func formatLe(v float64) string {
 	if math.IsInf(v, 1) {
@@ -462,11 +532,17 @@ func forEvaluation(expr string) string {
 // Prometheus engine against a synthetic scrape holding every catalog series: each returns data
 // (no vector-matching mistake silently empties a panel), and the key numbers are right.
 func TestDashboardQueriesReturnData(t *testing.T) {
-	storage := promqltest.LoadedStorage(t, syntheticLoad())
-	engine := promqltest.NewTestEngine(t, false, 5*time.Minute, 1_000_000)
+	store := memStorage{series: syntheticSeries()}
+	engine := promql.NewEngine(promql.EngineOpts{
+		MaxSamples:    1_000_000,
+		Timeout:       10 * time.Second,
+		LookbackDelta: 5 * time.Minute,
+		Parser:        parser.NewParser(parser.Options{}),
+	})
+	t.Cleanup(func() { require.NoError(t, engine.Close()) })
 	eval := func(expr string) promql.Vector {
 		t.Helper()
-		q, err := engine.NewInstantQuery(context.Background(), storage, nil, expr, time.Unix(0, 0).Add(evalAt))
+		q, err := engine.NewInstantQuery(context.Background(), store, nil, expr, time.Unix(0, 0).Add(evalAt))
 		require.NoError(t, err, expr)
 		defer q.Close()
 		res := q.Exec(context.Background())

@@ -22,7 +22,6 @@ const (
 	colorRed       = "red"
 	colorDarkRed   = "dark-red"
 	colorBlue      = "blue"
-	colorPurple    = "purple"
 	colorGrey      = "text"
 	prometheusType = "prometheus"
 )

@@ -4,8 +4,11 @@ GO       ?= go
 BIN      := $(CURDIR)/bin
 PROMTOOL := $(BIN)/promtool
 PKGS     := ./...
+PROMETHEUS := $(BIN)/prometheus
+GENERATED  := examples/generated
+STORMWATCH := $(GO) run ./cmd/stormwatch
 
-.PHONY: all test unit lint fmt-check vet tools bench e2e build clean
+.PHONY: all test unit lint fmt-check vet tools bench e2e build clean generate generated-check conformance
 
 all: build test
 
@@ -13,7 +16,7 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI checks (formatting, vet, race-enabled unit tests, generated-rule checks).
-test: lint unit
+test: lint unit generated-check conformance
 
 lint: fmt-check vet
 
@@ -26,6 +29,30 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+## generate: refresh the checked-in default output (rules, tests, runbooks, dashboards).
+generate:
+	rm -rf $(GENERATED)
+	$(STORMWATCH) generate all -o $(GENERATED)
+
+## generated-check: regenerate the defaults into a temp dir, fail on drift from
+## examples/generated, then lint and unit-test the fresh rules with promtool 3.16.
+generated-check:
+	@test -x $(PROMTOOL) || { echo "$(PROMTOOL) missing: run 'make tools' (scripts/install-tools.sh)"; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(STORMWATCH) generate all -o "$$tmp" >/dev/null && \
+	{ diff -r "$$tmp" $(GENERATED) || { echo "$(GENERATED) is stale: run 'make generate' and commit the result"; exit 1; }; } && \
+	$(PROMTOOL) check rules --lint=all --lint-fatal "$$tmp/stormwatch-rules.yaml" && \
+	$(PROMTOOL) test rules "$$tmp/stormwatch-rules.test.yaml"
+
+## conformance: the separate module that parses every generated query with the PromQL parser
+## of Prometheus 3.16.
+conformance:
+	cd conformance && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## e2e: real Prometheus 3.16 on 127.0.0.1 scraping examples/breaker, with generated rules.
+e2e: tools
+	$(GO) test -tags e2e -count=1 -timeout 4m -v ./e2e/
 
 ## tools: promtool and prometheus 3.16 into ./bin (reused when present).
 tools:

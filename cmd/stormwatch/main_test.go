@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// bin is the stormwatch binary built by TestMain; the tests run it as users do.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stormwatch-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "stormwatch")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building stormwatch:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runBin runs the binary with args in dir.
+func runBin(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return runCmd(t, dir, bin, args...)
+}
+
+func runCmd(t *testing.T, dir, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "%s timed out", name)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// listFiles returns the files under dir, relative, with forward slashes.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	}))
+	sort.Strings(out)
+	return out
+}
+
+func TestGenerateDefaults(t *testing.T) {
+	dir := t.TempDir()
+	res := runBin(t, dir, "generate", "-o", "out")
+	require.Equal(t, 0, res.code, res.stderr)
+	files := listFiles(t, filepath.Join(dir, "out"))
+	assert.Contains(t, files, "stormwatch-rules.yaml")
+	assert.Contains(t, files, "stormwatch-rules.test.yaml")
+	assert.Contains(t, files, "runbooks/README.md")
+	assert.Contains(t, files, "runbooks/CircuitBreakerStuckOpen/README.md")
+	assert.Contains(t, files, "dashboards/stormwatch-overview.json")
+	assert.Len(t, files, 2+13+2)
+	assert.Contains(t, res.stdout, fmt.Sprintf("wrote %d files", len(files)))
+
+	promtool, err := filepath.Abs("../../bin/promtool")
+	require.NoError(t, err)
+	if _, err := os.Stat(promtool); err != nil {
+		t.Skip("bin/promtool is absent: run scripts/install-tools.sh (CI always does)")
+	}
+	out := filepath.Join(dir, "out")
+	res = runCmd(t, out, promtool, "check", "rules", "--lint=all", "--lint-fatal", "stormwatch-rules.yaml")
+	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+	res = runCmd(t, out, promtool, "test", "rules", "stormwatch-rules.test.yaml")
+	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+}
+
+// TestCheckedInDefaultsAreCurrent fails when examples/generated differs from what the
+// current code generates (regenerate with `make generate`).
+func TestCheckedInDefaultsAreCurrent(t *testing.T) {
+	dir := t.TempDir()
+	res := runBin(t, dir, "generate", "all", "-o", "out")
+	require.Equal(t, 0, res.code, res.stderr)
+	golden := "../../examples/generated"
+	got, want := listFiles(t, filepath.Join(dir, "out")), listFiles(t, golden)
+	require.Equal(t, want, got, "examples/generated is stale: run `make generate`")
+	for _, f := range got {
+		a, err := os.ReadFile(filepath.Join(dir, "out", f))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(golden, f))
+		require.NoError(t, err)
+		assert.Equal(t, string(b), string(a), "%s is stale: run `make generate`", f)
+	}
+}
+
+func TestGenerateTargetsAndFormat(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"generate", "rules", "-o", "out"}, []string{"stormwatch-rules.yaml"}},
+		{[]string{"generate", "-o", "out", "tests"}, []string{"stormwatch-rules.test.yaml"}},
+		{[]string{"generate", "runbooks", "--out", "out"}, nil},
+		{[]string{"generate", "dashboards", "-o", "out"}, []string{"dashboards/stormwatch-dependency.json", "dashboards/stormwatch-overview.json"}},
+		{[]string{"generate", "rules", "-o", "out", "--format", "operator"}, []string{"stormwatch-prometheusrule.yaml"}},
+		{[]string{"generate", "tests", "-o", "out", "--format=operator"}, []string{"stormwatch-rules.test.yaml", "stormwatch-rules.yaml"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			res := runBin(t, dir, tc.args...)
+			require.Equal(t, 0, res.code, res.stderr)
+			files := listFiles(t, filepath.Join(dir, "out"))
+			if tc.want == nil {
+				require.Len(t, files, 13)
+				for _, f := range files {
+					assert.True(t, strings.HasPrefix(f, "runbooks/"), f)
+				}
+				return
+			}
+			assert.Equal(t, tc.want, files)
+		})
+	}
+	dir := t.TempDir()
+	require.Equal(t, 0, runBin(t, dir, "generate", "rules", "-o", ".", "--format", "operator").code)
+	b, err := os.ReadFile(filepath.Join(dir, "stormwatch-prometheusrule.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "kind: PrometheusRule")
+}
+
+func TestConfigFileIsApplied(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `# stormwatch config
+namespace: acme
+selector: 'job="checkout"'
+group_by: [cluster, job, name]
+runbook_base_url: https://wiki.example.com/runbooks
+alerts:
+  RetryRateHigh:
+    threshold: 0.2
+    for: 10m
+    keep_firing_for: 1m
+    severity: critical
+  FallbackSustained:
+    enabled: false
+dashboards:
+  title_prefix: Checkout
+  uid_prefix: checkout
+  provisioning: true
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stormwatch.yaml"), []byte(cfg), 0o644))
+	res := runBin(t, dir, "generate", "-c", "stormwatch.yaml", "-o", "out")
+	require.Equal(t, 0, res.code, res.stderr)
+	rulesYAML, err := os.ReadFile(filepath.Join(dir, "out", "stormwatch-rules.yaml"))
+	require.NoError(t, err)
+	s := string(rulesYAML)
+	assert.Contains(t, s, `cluster_job_name:acme_retry_attempts_per_call:ratio_rate5m{job="checkout"} > 0.2`)
+	assert.Contains(t, s, "for: 10m\n        keep_firing_for: 1m\n        labels:\n          severity: critical")
+	assert.Contains(t, s, "https://wiki.example.com/runbooks/RetryRateHigh")
+	assert.NotContains(t, s, "FallbackSustained")
+	files := listFiles(t, filepath.Join(dir, "out"))
+	assert.NotContains(t, files, "runbooks/FallbackSustained/README.md")
+	assert.Contains(t, files, "dashboards/checkout-overview.json")
+	var prov bool
+	for _, f := range files {
+		if strings.HasPrefix(f, "dashboards/") && strings.HasSuffix(f, ".yaml") {
+			prov = true
+		}
+	}
+	assert.True(t, prov, "provisioning file written: %v", files)
+	dash, err := os.ReadFile(filepath.Join(dir, "out", "dashboards", "checkout-overview.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(dash), `acme_circuitbreaker`)
+	assert.Contains(t, string(dash), `job=\"checkout\"`)
+
+	// An empty namespace means no prefix.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty-ns.yaml"), []byte("namespace: \"\"\n"), 0o644))
+	res = runBin(t, dir, "generate", "rules", "-c", "empty-ns.yaml", "-o", "out2")
+	require.Equal(t, 0, res.code, res.stderr)
+	b, err := os.ReadFile(filepath.Join(dir, "out2", "stormwatch-rules.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "job_name:retry_attempts:rate5m")
+	assert.NotContains(t, string(b), "resilience_")
+}
+
+// TestInvalidConfigExits2WithFileLine runs the binary on broken configs: exit 2 and an error
+// naming file:line and the field path.
+func TestInvalidConfigExits2WithFileLine(t *testing.T) {
+	cases := []struct {
+		name, cfg string
+		want      string // regexp on stderr
+	}{
+		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key "selectr"`},
+		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key "treshold"`},
+		{"unknown dashboards key", "dashboards:\n  title: x\n", `c\.yaml:2: dashboards\.title: unknown key`},
+		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold: 1\.5: out of range \(0, 1\)`},
+		{"threshold not a number", "alerts:\n  RetryRateHigh:\n    threshold: high\n", `c\.yaml:3: alerts\.RetryRateHigh\.threshold: want a number, got str "high"`},
+		{"bad duration", "alerts:\n  RetryRateHigh:\n\n    for: 5 minutes\n", `c\.yaml:4: alerts\.RetryRateHigh\.for: invalid duration "5 minutes"`},
+		{"duration out of range", "alerts:\n  RetryRateHigh:\n    keep_firing_for: 2d\n", `c\.yaml:3: alerts\.RetryRateHigh\.keep_firing_for: .*longer than 1d`},
+		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector: .*unterminated quoted value`},
+		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector: .*regular expression`},
+		{"unknown alert", "alerts:\n  RetryRateHgh:\n    enabled: false\n", `c\.yaml:2: alerts\.RetryRateHgh: unknown alert "RetryRateHgh"`},
+		{"bad severity", "alerts:\n  RetryRateHigh:\n    severity: page\n", `c\.yaml:3: alerts\.RetryRateHigh\.severity: "page" is not one of info, warning, critical`},
+		{"enabled not a bool", "alerts:\n  RetryRateHigh:\n    enabled: nope\n", `c\.yaml:3: alerts\.RetryRateHigh\.enabled: want true or false`},
+		{"group_by not a list", "group_by: job\n", `c\.yaml:1: group_by: want a list of label names`},
+		{"group_by without name", "group_by:\n  - job\n", `c\.yaml:1: group_by: must contain "name"`},
+		{"bad namespace", "namespace: 1abc\n", `c\.yaml:1: namespace: "1abc" is not a valid metric name prefix`},
+		{"bad runbook url", "runbook_base_url: wiki\n", `c\.yaml:1: runbook_base_url: "wiki" is not an absolute http\(s\) URL`},
+		{"bad uid prefix", "dashboards:\n  uid_prefix: 'a b'\n", `c\.yaml:2: dashboards\.uid_prefix: UIDPrefix "a b"`},
+		{"duplicate key", "namespace: a\nnamespace: b\n", `c\.yaml:2: namespace: duplicate key`},
+		{"not a mapping", "- a\n- b\n", `c\.yaml:1: : want a mapping|c\.yaml:1: want a mapping`},
+		{"yaml syntax", "alerts: [\n", `c\.yaml: .*`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(tc.cfg), 0o644))
+			res := runBin(t, dir, "generate", "-c", "c.yaml", "-o", "out")
+			assert.Equal(t, 2, res.code, res.stderr)
+			assert.Regexp(t, regexp.MustCompile(tc.want), res.stderr)
+			_, err := os.Stat(filepath.Join(dir, "out"))
+			assert.True(t, os.IsNotExist(err), "nothing is written on a config error")
+		})
+	}
+}
+
+func TestUsageAndRuntimeErrors(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644))
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage: stormwatch"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"generate", "everything"}, 2, `unknown target "everything"`},
+		{[]string{"generate", "rules", "tests"}, 2, "one target at most"},
+		{[]string{"generate", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"generate", "--format", "json"}, 2, `--format "json"`},
+		{[]string{"generate", "-c", "missing.yaml"}, 2, "reading config"},
+		{[]string{"version", "extra"}, 2, "unexpected arguments"},
+		{[]string{"generate", "rules", "-o", "file"}, 1, "file"}, // output path is a file
+		{[]string{"generate", "-h"}, 0, "usage: stormwatch generate"},
+		{[]string{"help"}, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			res := runBin(t, dir, tc.args...)
+			assert.Equal(t, tc.code, res.code, res.stderr)
+			assert.Contains(t, res.stdout+res.stderr, tc.want)
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	res := runBin(t, t.TempDir(), "version")
+	require.Equal(t, 0, res.code)
+	assert.Regexp(t, `^stormwatch \S+ go1\.\d+`, res.stdout)
+
+	dir := t.TempDir()
+	stamped := filepath.Join(dir, "stormwatch")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7", "-o", stamped, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	res = runCmd(t, dir, stamped, "version")
+	require.Equal(t, 0, res.code)
+	assert.True(t, strings.HasPrefix(res.stdout, "stormwatch v9.8.7 "), res.stdout)
+}
+
+func BenchmarkGenerateAll(b *testing.B) {
+	c, err := loadConfig("")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, tg := range targets {
+			if _, err := tg.gen(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -8,9 +8,21 @@ import (
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/retrylog"
 )
+
+// instantClock's timers fire at once and move its time forward by their duration, so that the
+// example runs instantly and prints stable numbers. (Not safe for concurrent use.)
+type instantClock struct{ now time.Time }
+
+func (c *instantClock) Now() time.Time { return c.now }
+
+func (c *instantClock) NewTimer(d time.Duration) clock.Timer {
+	c.now = c.now.Add(d)
+	return clock.Real{}.NewTimer(0)
+}
 
 // A retry log on stdout for every retry of a registry. (The time attribute is dropped to keep
 // the output stable.)
@@ -29,7 +41,8 @@ func Example() {
 
 	cfg := retry.DefaultConfig()
 	cfg.MaxAttempts = 2
-	cfg.Backoff = retry.Backoff{Strategy: retry.Constant, Base: time.Millisecond}
+	cfg.Backoff = retry.Backoff{Strategy: retry.Constant, Base: 250 * time.Millisecond}
+	cfg.Clock = &instantClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	r, _ := reg.Retry("payments-api", cfg)
 
 	ctx := retrylog.WithCorrelationID(context.Background(), "req-42")
@@ -42,6 +55,6 @@ func Example() {
 		return nil
 	})
 	// Output:
-	// {"level":"WARN","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":1,"max_attempts":2,"elapsed_ms":0,"delay_ms":1,"delay_source":"backoff","error_class":"error","outcome":"retrying"}
-	// {"level":"INFO","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":2,"max_attempts":2,"elapsed_ms":1,"delay_ms":0,"delay_source":"","error_class":"","outcome":"succeeded"}
+	// {"level":"WARN","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":1,"max_attempts":2,"elapsed_ms":0,"delay_ms":250,"delay_source":"backoff","error_class":"error","outcome":"retrying"}
+	// {"level":"INFO","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":2,"max_attempts":2,"elapsed_ms":250,"delay_ms":0,"delay_source":"","error_class":"","outcome":"succeeded"}
 }

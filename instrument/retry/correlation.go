@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -74,32 +73,41 @@ func Endpoint(req *http.Request) string {
 // SanitizeEndpoint removes what must never be logged from an endpoint string: userinfo, the
 // query string and the fragment. It accepts "METHOD URL", "METHOD /path", a URL or a bare path.
 func SanitizeEndpoint(s string) string {
+	s = strings.TrimSpace(s)
 	method, rest, found := strings.Cut(s, " ")
-	if !found {
+	if !found || !isMethod(method) {
 		method, rest = "", s
 	}
+	rest = strings.TrimSpace(rest)
+	// Userinfo first, then the query string and the fragment.
+	start := 0
+	if i := strings.Index(rest, "://"); i >= 0 {
+		start = i + 3
+	}
+	rest = rest[:start] + stripUserinfo(rest[start:])
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		rest = rest[:i]
 	}
-	if i := strings.Index(rest, "://"); i >= 0 {
-		if u, err := url.Parse(rest); err == nil {
-			rest = u.Scheme + "://" + stripUserinfo(u.Host) + u.EscapedPath()
-		} else {
-			scheme, after := rest[:i+3], rest[i+3:]
-			rest = scheme + stripUserinfo(after)
-		}
-	} else {
-		rest = stripUserinfo(rest)
-	}
-	if method == "" {
-		return rest
+	if method == "" || rest == "" {
+		return method + rest
 	}
 	return method + " " + rest
 }
 
-// stripUserinfo drops a "user:pass@" prefix from a host (or host/path).
+// isMethod reports whether s looks like an HTTP method: letters only.
+func isMethod(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// stripUserinfo drops a "user:pass@" prefix from a host (or host/path): the userinfo ends at the
+// last '@' of the authority, which ends at the first '/', '?' or '#'.
 func stripUserinfo(hostPath string) string {
-	end := strings.IndexByte(hostPath, '/')
+	end := strings.IndexAny(hostPath, "/?#")
 	if end < 0 {
 		end = len(hostPath)
 	}

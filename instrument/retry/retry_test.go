@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -698,4 +699,42 @@ func TestPanicPropagatesAndIsCounted(t *testing.T) {
 	s := f.r.Snapshot()
 	assert.Equal(t, []uint64{0, 0, 1, 1, 0}, s.Calls, "each call counted once")
 	assert.Equal(t, uint64(3), s.Errors[classify.ClassIndex(classify.ClassError)])
+}
+
+func FuzzSanitizeEndpoint(f *testing.F) {
+	f.Add("GET", "user", "pass", "api.example.com", "/v1/x", "token=s3cret")
+	f.Add("", "u", "p", "h:8080", "", "")
+	f.Add("POST", "alice", "hunter22", "10.0.0.1", "/a/b", "q=1#frag")
+	alnum := func(s string) bool {
+		for _, r := range s {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+				return false
+			}
+		}
+		return len(s) >= 4
+	}
+	f.Fuzz(func(t *testing.T, method, user, pass, host, path, query string) {
+		raw := "https://" + user + ":" + pass + "@" + host + path + "?" + query
+		if method != "" {
+			raw = method + " " + raw
+		}
+		out := SanitizeEndpoint(raw)
+		if strings.ContainsAny(out, "?#") {
+			t.Fatalf("%q → %q: query or fragment kept", raw, out)
+		}
+		if strings.ContainsAny(user+pass, "@/?#") {
+			return // not a URL: userinfo is percent-encoded
+		}
+		for _, secret := range []string{user, pass, query} {
+			if alnum(secret) && !strings.Contains(method+host+path, secret) && strings.Contains(out, secret) {
+				t.Fatalf("%q → %q: %q kept", raw, out, secret)
+			}
+		}
+		if strings.ContainsAny(host+path, "@?#/") || strings.ContainsAny(method, "?#") || strings.ContainsFunc(method+host+path, unicode.IsSpace) {
+			return
+		}
+		if want := strings.TrimSpace(method + " https://" + host + path); method != "" && out != want {
+			t.Fatalf("%q → %q, want %q", raw, out, want)
+		}
+	})
 }

@@ -37,3 +37,7 @@ func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 // dependency. Failure classifiers recognise stormwatch's rejections through
 // interface{ Rejected() bool }.
 func (e *OpenError) Rejected() bool { return true }
+
+// FallbackCause returns "circuit_open", the fallback cause of this rejection (see package
+// fallback).
+func (e *OpenError) FallbackCause() string { return "circuit_open" }

@@ -154,6 +154,9 @@ type Hooks[T any] struct {
 	// Discard releases the value of an attempt the retry is about to repeat (for HTTP,
 	// [DiscardResponse]). The last attempt's value is never discarded: it is returned.
 	Discard func(v T)
+	// Status returns the HTTP status of a successful value, for the "succeeded" event (failed
+	// attempts report theirs through [HTTPError]). Nil: no status.
+	Status func(v T) int
 }
 
 // Do calls fn until it succeeds or a retry decision ends the call; see the package documentation.
@@ -214,7 +217,11 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			r.calls[kindSWR].Add(1)
 			if listening {
 				now = r.clk.Now()
-				ctx = r.emit(ctx, h.Endpoint, attempt, start, now, 0, "", attemptInfo{}, OutcomeSucceeded, nil)
+				var ok attemptInfo
+				if h.Status != nil {
+					ok.status = h.Status(v)
+				}
+				ctx = r.emit(ctx, h.Endpoint, attempt, start, now, 0, "", ok, OutcomeSucceeded, nil)
 			}
 			pg.done = true
 			return v, nil
@@ -512,6 +519,16 @@ func (e *Error) Last() error { return e.errs[len(e.errs)-1] }
 // Outcome returns the decision that ended the call: gave_up, budget_exhausted or aborted.
 func (e *Error) Outcome() string { return e.outcome }
 
+// FallbackCause returns "retries_exhausted" — the fallback cause of a call that gave up or was
+// refused a retry by the budget — and "" for an aborted call, so that a fallback looks further
+// down the chain (see package fallback).
+func (e *Error) FallbackCause() string {
+	if e.outcome == OutcomeAborted {
+		return ""
+	}
+	return "retries_exhausted"
+}
+
 // HTTPError reports a failed HTTP attempt to the retry: the response's status and Retry-After
 // header, or the transport error, and whether the request was idempotent. Build it with
 // [HTTPResult].
@@ -589,11 +606,19 @@ func DiscardResponse(resp *http.Response) {
 }
 
 // HTTPHooks returns the hooks for retrying req with [CallWith]: Endpoint from [Endpoint],
-// Check from [HTTPResult], Discard from [DiscardResponse].
+// Check from [HTTPResult], Discard from [DiscardResponse], Status from the response.
 func HTTPHooks(req *http.Request) Hooks[*http.Response] {
 	return Hooks[*http.Response]{
 		Endpoint: Endpoint(req),
 		Check:    func(resp *http.Response, err error) error { return HTTPResult(req, resp, err) },
 		Discard:  DiscardResponse,
+		Status:   responseStatus,
 	}
+}
+
+func responseStatus(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
 }

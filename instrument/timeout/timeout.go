@@ -14,7 +14,9 @@
 // from its own deadline with errors.Is(err, ErrTimedOut).
 //
 // Deadlines run on the configured clock. With the wall clock (the default) the attempt's context
-// comes from context.WithTimeoutCause; with any other clock (such as clock.Fake in tests) it is a
+// behaves like one from context.WithTimeoutCause, which it creates lazily: an attempt that never
+// calls Done on its context (nor derives one from it) costs one small allocation and no timer;
+// with any other clock (such as clock.Fake in tests) it is a
 // context of this package that fires when that clock's timer fires, so tests decide exactly when
 // an attempt times out.
 package timeout
@@ -78,7 +80,7 @@ type Timeout struct {
 	name     string
 	limit    time.Duration
 	clock    clock.Clock
-	wall     bool           // clock is the wall clock: use context.WithTimeoutCause
+	wall     bool           // clock is the wall clock: use a lazyCtx
 	deadline *TimedOutError // the cause of this timeout's attempt contexts; compared by identity
 
 	successful, failed, timedOut atomic.Uint64
@@ -115,7 +117,8 @@ func (t *Timeout) Timeout() time.Duration { return t.limit }
 type Attempt struct {
 	t      *Timeout
 	ctx    context.Context
-	cancel context.CancelFunc
+	lazy   *lazyCtx           // wall clock: the attempt context, created lazily
+	cancel context.CancelFunc // other clocks
 }
 
 // Start begins an attempt: it returns the context the attempt must run under (deadline Timeout
@@ -123,8 +126,8 @@ type Attempt struct {
 // [Timeout.Do] for code that composes primitives without closures.
 func (t *Timeout) Start(ctx context.Context) (context.Context, Attempt) {
 	if t.wall {
-		actx, cancel := context.WithTimeoutCause(ctx, t.limit, t.deadline)
-		return actx, Attempt{t: t, ctx: actx, cancel: cancel}
+		c := newLazyCtx(ctx, t.limit, t.deadline)
+		return c, Attempt{t: t, ctx: c, lazy: c}
 	}
 	c := newClockCtx(ctx, t.clock, t.limit)
 	return c, Attempt{t: t, ctx: c, cancel: c.stop}
@@ -135,13 +138,20 @@ func (t *Timeout) Start(ctx context.Context) (context.Context, Attempt) {
 // the attempt's own deadline had fired (timed_out). A nil err is a success even if the deadline
 // fired meanwhile: the attempt did return a result.
 func (a Attempt) Finish(err error) error {
-	fired := a.fired()
-	a.cancel()
+	err = a.Record(err)
+	a.Release()
+	return err
+}
+
+// Record counts the attempt's outcome like [Attempt.Finish] and returns the same error, but
+// leaves the attempt's context alive, for a result that is still being read under it (an HTTP
+// response body). Call [Attempt.Release] once the result is no longer used.
+func (a Attempt) Record(err error) error {
 	switch {
 	case err == nil:
 		a.t.successful.Add(1)
 		return nil
-	case fired:
+	case a.fired():
 		a.t.timedOut.Add(1)
 		return &TimedOutError{Name: a.t.name, Limit: a.t.limit, Err: err}
 	default:
@@ -153,12 +163,26 @@ func (a Attempt) Finish(err error) error {
 // Abandon ends an attempt that did not return (it panicked): it releases the context and counts
 // the attempt as failed.
 func (a Attempt) Abandon() {
-	a.cancel()
+	a.Release()
 	a.t.failed.Add(1)
+}
+
+// Release ends the attempt's context (context.Canceled unless it had already ended) and frees
+// its timer. [Attempt.Finish] and [Attempt.Abandon] call it; after [Attempt.Record], call it
+// yourself. Releasing twice is harmless.
+func (a Attempt) Release() {
+	if a.lazy != nil {
+		a.lazy.release()
+		return
+	}
+	a.cancel()
 }
 
 // fired reports whether the attempt's own deadline (not the caller's) ended its context.
 func (a Attempt) fired() bool {
+	if a.lazy != nil {
+		return a.lazy.ownFired()
+	}
 	if c, ok := a.ctx.(*clockCtx); ok {
 		return c.ownFired()
 	}

@@ -522,6 +522,8 @@ func TestCallWithHTTPHooks(t *testing.T) {
 	assert.Equal(t, int64(1), closed.Load(), "the dropped 503 was discarded")
 	assert.Equal(t, []time.Duration{time.Second}, f.clk.Waits(), "Retry-After: 1")
 	assert.Equal(t, h.Endpoint, f.rec.all()[0].Endpoint)
+	assert.Equal(t, []string{OutcomeRetrying, OutcomeSucceeded}, f.rec.outcomes())
+	assert.Equal(t, 200, f.rec.all()[1].HTTPStatus, "the succeeded event carries the response status")
 
 	// Exhausted: the last response comes back undrained with the error.
 	n.Store(-100)

@@ -129,8 +129,11 @@ func New(h slog.Handler, opts ...Option) (*Logger, error) {
 }
 
 // Attach registers the logger on hub's retry events. The returned function detaches it and
-// flushes pending suppressed summaries.
+// flushes pending suppressed summaries. A nil hub has no events: Attach does nothing.
 func (l *Logger) Attach(hub *events.Hub) (detach func()) {
+	if hub == nil {
+		return func() {}
+	}
 	remove := hub.Retries.Add(l.Log)
 	return func() {
 		remove()

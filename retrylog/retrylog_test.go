@@ -378,6 +378,7 @@ func TestAttachDetach(t *testing.T) {
 	require.Len(t, ls, 2)
 	assert.Equal(t, float64(2), ls[1]["suppressed"])
 	assert.False(t, hub.Retries.Active())
+	l.Attach(nil)() // harmless
 }
 
 func TestConcurrentLogging(t *testing.T) {

@@ -28,6 +28,16 @@
 // to its caller. The attempt function always receives the "attempt context": the caller's context
 // (with the correlation id once a retry event was emitted) bounded by AttemptTimeout.
 //
+// # Events and correlation ids
+//
+// With a listener on Config.Events' Retries (for instance the retrylog package), every retry
+// decision emits an events.Retry: retrying, gave_up, aborted or budget_exhausted after a failed
+// attempt, succeeded after a successful retry. A decision about a single attempt that could not
+// have been retried anyway (a 404, MaxAttempts 1) emits nothing. Before its first event a call
+// whose context has no correlation id gets a generated one ([WithCorrelationID]), which the later
+// attempts' contexts carry too, so every event of one logical call shares it. Nothing is emitted
+// or allocated when nobody listens.
+//
 // # Errors
 //
 // When a retry decision ends the call — attempts exhausted, deadline, budget, cancellation — the

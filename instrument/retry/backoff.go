@@ -95,7 +95,7 @@ func (b Backoff) validate() error {
 	return nil
 }
 
-// Exp returns e(n) = min(Cap, Base·Multiplier^(n−1)) in nanoseconds, without jitter.
+// exp returns e(n) = min(Cap, Base·Multiplier^(n−1)) in nanoseconds, without jitter.
 func (b Backoff) exp(n int) float64 {
 	c := float64(b.Cap)
 	e := float64(b.Base) * math.Pow(b.Multiplier, float64(n-1))

@@ -26,7 +26,9 @@
 // ([DiscardResponse] drains and closes a response body). The value of the last attempt is
 // returned to the caller untouched, even on failure, so an HTTP middleware can hand the final 503
 // to its caller. The attempt function always receives the "attempt context": the caller's context
-// (with the correlation id once a retry event was emitted) bounded by AttemptTimeout.
+// (with the correlation id once a retry event was emitted) bounded by AttemptTimeout and
+// MaxDuration. Bind keeps that context alive for the returned value until the caller releases it
+// (for HTTP: closes the body); Status reports a successful value's HTTP status to the events.
 //
 // # Events and correlation ids
 //
@@ -53,6 +55,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -167,6 +170,12 @@ type Hooks[T any] struct {
 	// Status returns the HTTP status of a successful value, for the "succeeded" event (failed
 	// attempts report theirs through [HTTPError]). Nil: no status.
 	Status func(v T) int
+	// Bind receives the value CallWith returns and the function that cancels the contexts the
+	// retry created for it (AttemptTimeout, MaxDuration); it must arrange for release to be called
+	// once the value is no longer used, and returns the value to hand out. HTTPHooks wraps the
+	// response body so that closing it releases. Nil: the contexts are cancelled when CallWith
+	// returns — fine for values that do not read from the attempt's context afterwards.
+	Bind func(v T, release func()) T
 }
 
 // Do calls fn until it succeeds or a retry decision ends the call; see the package documentation.
@@ -185,15 +194,13 @@ func Call[T any](ctx context.Context, r *Retry, fn func(ctx context.Context) (T,
 func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context) (T, error), h Hooks[T]) (T, error) {
 	// A panic in fn or a hook propagates to the caller; the logical call is still counted, as a
 	// failure of the attempt that panicked.
-	var pg panicGuard
-	defer r.countPanic(&pg)
+	var cs callState
+	defer r.settle(&cs)
 	listening := r.hub != nil && r.hub.Retries.Active()
 	var start time.Time
 	if r.cfg.MaxDuration > 0 {
 		start = r.clk.Now()
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.cfg.MaxDuration)
-		defer cancel()
+		ctx, cs.totalCancel = context.WithTimeout(ctx, r.cfg.MaxDuration)
 	} else if listening {
 		start = r.clk.Now()
 	}
@@ -213,15 +220,16 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		retrying bool // a retry event was emitted for this call
 	)
 	for ; ; attempt++ {
-		pg.attempt = attempt
-		v, err = runAttempt(ctx, r.cfg.AttemptTimeout, fn)
+		cs.attempt = attempt
+		v, err = runAttempt(ctx, r.cfg.AttemptTimeout, fn, &cs)
 		if h.Check != nil {
 			err = h.Check(v, err)
 		}
 		if err == nil {
 			if attempt == 1 {
 				r.calls[kindSWO].Add(1)
-				pg.done = true
+				cs.done = true
+				v = bind(h, v, &cs)
 				return v, nil
 			}
 			r.calls[kindSWR].Add(1)
@@ -233,7 +241,8 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 				}
 				ctx = r.emit(ctx, h.Endpoint, attempt, start, now, 0, "", ok, OutcomeSucceeded, nil)
 			}
-			pg.done = true
+			cs.done = true
+			v = bind(h, v, &cs)
 			return v, nil
 		}
 
@@ -251,7 +260,8 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			}
 			emit := listening && (attempt > 1 || info.verdict.Retryable)
 			wrap := attempt > 1 || !errors.Is(err, cerr)
-			pg.done = true
+			cs.done = true
+			v = bind(h, v, &cs)
 			return v, r.finish(ctx, errs, cerr, outcome, wrap, emit, h.Endpoint, attempt, start, now, info)
 		}
 		retryable := info.verdict.Retryable
@@ -260,7 +270,8 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		}
 		if !retryable || attempt >= r.cfg.MaxAttempts {
 			emit := listening && (attempt > 1 || (retryable && r.cfg.MaxAttempts > 1))
-			pg.done = true
+			cs.done = true
+			v = bind(h, v, &cs)
 			return v, r.finish(ctx, errs, nil, OutcomeGaveUp, attempt > 1, emit, h.Endpoint, attempt, start, now, info)
 		}
 
@@ -282,12 +293,14 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 				minUseful = remaining / 10
 			}
 			if remaining <= 0 || remaining-delay < minUseful {
-				pg.done = true
+				cs.done = true
+				v = bind(h, v, &cs)
 				return v, r.finish(ctx, errs, nil, OutcomeGaveUp, true, listening, h.Endpoint, attempt, start, now, info)
 			}
 		}
 		if r.budget != nil && !r.budget.TryRetry() {
-			pg.done = true
+			cs.done = true
+			v = bind(h, v, &cs)
 			return v, r.finish(ctx, errs, nil, OutcomeBudgetExhausted, true, listening, h.Endpoint, attempt, start, now, info)
 		}
 		if listening {
@@ -297,13 +310,17 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		if h.Discard != nil {
 			h.Discard(v)
 		}
+		if cs.attemptCancel != nil {
+			cs.attemptCancel()
+			cs.attemptCancel = nil
+		}
 		if cerr := r.wait(ctx, delay); cerr != nil {
 			var zero T
 			outcome := OutcomeAborted
 			if errors.Is(cerr, context.DeadlineExceeded) {
 				outcome = OutcomeGaveUp
 			}
-			pg.done = true
+			cs.done = true
 			return zero, r.finish(ctx, errs, cerr, outcome, true, listening && retrying, h.Endpoint, attempt, start, r.clk.Now(), info)
 		}
 		r.backoff[sourceIndex(source)].observe(delay)
@@ -311,32 +328,65 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 	}
 }
 
-// panicGuard lets CallWith count a logical call whose attempt function or hook panicked.
-type panicGuard struct {
-	attempt int
-	done    bool
+// callState is what CallWith's deferred settle needs: the attempt reached, whether the call
+// returned normally, and the cancel functions of the contexts it created.
+type callState struct {
+	attempt       int
+	done          bool
+	handed        bool               // Hooks.Bind took over the cancel functions
+	attemptCancel context.CancelFunc // the current attempt's (AttemptTimeout)
+	totalCancel   context.CancelFunc // the logical call's (MaxDuration)
 }
 
-// countPanic runs deferred in CallWith: when the call did not return normally (a panic is
-// propagating), it counts the call as failed. It does not recover the panic.
-func (r *Retry) countPanic(pg *panicGuard) {
-	if pg.done {
+// settle runs deferred in CallWith. It cancels the contexts the call created, unless a Bind hook
+// took them over; and when the call did not return normally (a panic is propagating), it counts
+// the call as failed. It does not recover the panic.
+func (r *Retry) settle(cs *callState) {
+	if !cs.handed {
+		if cs.attemptCancel != nil {
+			cs.attemptCancel()
+		}
+		if cs.totalCancel != nil {
+			cs.totalCancel()
+		}
+	}
+	if cs.done {
 		return
 	}
 	r.errs[classify.ClassIndex(classify.ClassError)].Add(1)
-	if pg.attempt <= 1 {
+	if cs.attempt <= 1 {
 		r.calls[kindFWO].Add(1)
 	} else {
 		r.calls[kindFWR].Add(1)
 	}
 }
 
-func runAttempt[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+// bind hands the value CallWith returns to Hooks.Bind together with the cancel functions of its
+// contexts, so that the value (a response body) stays readable until it is released.
+func bind[T any](h Hooks[T], v T, cs *callState) T {
+	if h.Bind == nil || (cs.attemptCancel == nil && cs.totalCancel == nil) {
+		return v
+	}
+	a, t := cs.attemptCancel, cs.totalCancel
+	cs.handed = true
+	return h.Bind(v, func() {
+		if a != nil {
+			a()
+		}
+		if t != nil {
+			t()
+		}
+	})
+}
+
+// runAttempt runs one attempt, under AttemptTimeout when set. The attempt context's cancel
+// function is left in cs for the caller: the returned value may still need the context.
+func runAttempt[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error), cs *callState) (T, error) {
 	if timeout <= 0 {
 		return fn(ctx)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	cs.attemptCancel = cancel
 	return fn(actx)
 }
 
@@ -616,14 +666,40 @@ func DiscardResponse(resp *http.Response) {
 }
 
 // HTTPHooks returns the hooks for retrying req with [CallWith]: Endpoint from [Endpoint],
-// Check from [HTTPResult], Discard from [DiscardResponse], Status from the response.
+// Check from [HTTPResult], Discard from [DiscardResponse], Status from the response, and Bind,
+// which keeps the returned response's body readable under AttemptTimeout and MaxDuration until
+// the caller closes it.
 func HTTPHooks(req *http.Request) Hooks[*http.Response] {
 	return Hooks[*http.Response]{
 		Endpoint: Endpoint(req),
 		Check:    func(resp *http.Response, err error) error { return HTTPResult(req, resp, err) },
 		Discard:  DiscardResponse,
 		Status:   responseStatus,
+		Bind:     bindResponse,
 	}
+}
+
+// bindResponse makes closing the response body release the attempt's contexts.
+func bindResponse(resp *http.Response, release func()) *http.Response {
+	if resp == nil || resp.Body == nil {
+		release()
+		return resp
+	}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	return resp
+}
+
+// releasingBody is a response body whose Close also cancels the attempt's context.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+	once    sync.Once
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
 }
 
 func responseStatus(resp *http.Response) int {

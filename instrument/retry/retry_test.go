@@ -740,3 +740,38 @@ func FuzzSanitizeEndpoint(f *testing.F) {
 		}
 	})
 }
+
+func TestReturnedResponseStaysReadableUntilClosed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.(http.Flusher).Flush() // headers first, body later: the body is read from the connection
+		_, _ = io.WriteString(w, strings.Repeat("x", 1<<16))
+	}))
+	defer srv.Close()
+	for _, cfg := range []func(*Config){
+		func(c *Config) { c.AttemptTimeout = 10 * time.Second },
+		func(c *Config) { c.MaxDuration = 10 * time.Second },
+		func(c *Config) { c.AttemptTimeout, c.MaxDuration = 10*time.Second, 20*time.Second },
+	} {
+		f := newFixture(t, cfg)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		var actx context.Context
+		resp, err := CallWith(context.Background(), f.r, func(ctx context.Context) (*http.Response, error) {
+			actx = ctx
+			return srv.Client().Do(req.WithContext(ctx))
+		}, HTTPHooks(req))
+		require.NoError(t, err)
+		require.NoError(t, actx.Err(), "the attempt's context lives on with the response")
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Len(t, body, 1<<16)
+		require.NoError(t, resp.Body.Close())
+		assert.ErrorIs(t, actx.Err(), context.Canceled, "closing the body released the context")
+	}
+
+	// Without Bind the contexts end with the call.
+	f := newFixture(t, func(c *Config) { c.AttemptTimeout = 10 * time.Second })
+	var actx context.Context
+	_, err := Call(context.Background(), f.r, func(ctx context.Context) (int, error) { actx = ctx; return 1, nil })
+	require.NoError(t, err)
+	assert.ErrorIs(t, actx.Err(), context.Canceled)
+}

@@ -3,6 +3,7 @@ package instrument
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +67,23 @@ func TestRegistryRetryEmitsToTheRegistryHub(t *testing.T) {
 	assert.Equal(t, "orders", got[0].Name)
 	assert.Equal(t, retry.OutcomeRetrying, got[0].Outcome)
 	assert.Equal(t, retry.OutcomeGaveUp, got[1].Outcome)
+}
+
+// One retry per dependency, shared by name: every caller of "payments-api" draws on one budget.
+func ExampleRegistry_Retry() {
+	reg, _ := NewRegistry()
+	cfg := retry.DefaultConfig()
+	cfg.Backoff = retry.Backoff{Strategy: retry.None}
+	r, _ := reg.Retry("payments-api", cfg)
+	same, _ := reg.Retry("payments-api", retry.DefaultConfig())
+	calls := 0
+	err := r.Do(context.Background(), func(context.Context) error {
+		calls++
+		if calls == 1 {
+			return errors.New("connection reset")
+		}
+		return nil
+	})
+	fmt.Println(err, calls, r == same, len(reg.Retries()))
+	// Output: <nil> 2 true 1
 }

@@ -1,0 +1,191 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
+)
+
+// Profile is the resilience configuration of one dependency, in demo time (the client divides
+// every duration by the run's speed).
+type Profile struct {
+	// Retry: attempts per logical call, backoff base and cap, and the deadline of the whole call.
+	MaxAttempts         int
+	BackoffBase, Cap    time.Duration
+	MaxDuration         time.Duration
+	AttemptTimeout      time.Duration // the timeout primitive's limit for each attempt
+	SlowCallDuration    time.Duration // slow-call detection of the breaker
+	OpenDuration        time.Duration // base open duration of the breaker (±20% jitter)
+	WindowSize          int           // count-based breaker window
+	MinCalls            int
+	MaxConcurrent       int           // bulkhead permits
+	MaxWait             time.Duration // bulkhead wait for a permit
+	FallbackDescription string        // what the degraded answer is, for the status line
+}
+
+// DefaultProfiles are the demo's dependency configurations (seed notes INC-05/06 shrunk to a
+// demo: a count window of 50 calls, trips at 50% failures or 80% slow calls over 1s, 5s open,
+// one retry layer with a 10% budget, a bulkhead per dependency, a per-attempt time limit).
+func DefaultProfiles() map[string]Profile {
+	base := Profile{
+		MaxAttempts: 3, BackoffBase: 100 * time.Millisecond, Cap: 2 * time.Second,
+		MaxDuration: 6 * time.Second, AttemptTimeout: 2500 * time.Millisecond,
+		SlowCallDuration: time.Second, OpenDuration: 5 * time.Second,
+		WindowSize: 50, MinCalls: 20, MaxConcurrent: 40, MaxWait: 100 * time.Millisecond,
+	}
+	payments, inventory, recs := base, base, base
+	payments.FallbackDescription = "payment pending (check later)"
+	inventory.FallbackDescription = "cached stock level"
+	recs.MaxConcurrent = 4
+	recs.FallbackDescription = "no recommendations"
+	return map[string]Profile{Payments: payments, Inventory: inventory, Recommendations: recs}
+}
+
+// dependency is one downstream dependency called through its own named primitives, composed in
+// stormwatch's default order: Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call.
+type dependency struct {
+	name   string
+	url    string
+	client *http.Client
+	fb     *fallback.Fallback
+	rt     *retry.Retry
+	br     *breaker.Breaker
+	bh     *bulkhead.Bulkhead
+	to     *timeout.Timeout
+}
+
+// breakerClassify counts a call as the classifier of SPEC §2 says: 4xx and our own rejections
+// are not failures of the dependency, the caller's cancellation says nothing about it.
+func breakerClassify(err error) breaker.Outcome {
+	if errors.Is(err, context.Canceled) {
+		return breaker.OutcomeIgnored
+	}
+	if v := classify.ClassifyError(err, true); !v.BreakerFailure {
+		return breaker.OutcomeIgnored
+	}
+	return breaker.OutcomeFailure
+}
+
+// newDependency gets the primitives called name from reg, configured from p scaled by speed.
+func newDependency(reg *instrument.Registry, name, url string, client *http.Client, p Profile, speed float64) (*dependency, error) {
+	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
+	d := &dependency{name: name, url: url, client: client}
+	var err error
+	rc := retry.DefaultConfig()
+	rc.MaxAttempts = p.MaxAttempts
+	rc.MaxDuration = s(p.MaxDuration)
+	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: s(p.BackoffBase), Multiplier: 2, Cap: s(p.Cap)}
+	rc.RetryAfter = retry.RetryAfterConfig{Min: s(retry.DefaultMinRetryAfter), Max: s(retry.DefaultMaxRetryAfter), Jitter: retry.DefaultRetryAfterJitter}
+	rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
+	rc.MinAttemptTime = s(p.AttemptTimeout) / 10
+	rc.Idempotent = true
+	if d.rt, err = reg.Retry(name, rc); err != nil {
+		return nil, err
+	}
+	if d.br, err = reg.Breaker(name, breaker.Config{
+		Window: breaker.CountBased, WindowSize: p.WindowSize, MinCalls: p.MinCalls,
+		SlowCallDuration: s(p.SlowCallDuration), OpenDuration: s(p.OpenDuration),
+		Classify: breakerClassify,
+	}); err != nil {
+		return nil, err
+	}
+	if d.bh, err = reg.Bulkhead(name, bulkhead.Config{MaxConcurrent: p.MaxConcurrent, MaxWait: s(p.MaxWait)}); err != nil {
+		return nil, err
+	}
+	if d.to, err = reg.Timeout(name, timeout.Config{Timeout: s(p.AttemptTimeout)}); err != nil {
+		return nil, err
+	}
+	if d.fb, err = reg.Fallback(name, fallback.Config{}); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Call makes one logical call. It returns the answer, whether it came from the fallback, and
+// the error when neither the call nor the fallback produced an answer (the caller's context
+// ended).
+func (d *dependency) Call(ctx context.Context) (string, bool, error) {
+	body, err := retry.CallWith(ctx, d.rt, d.attempt, retry.Hooks[string]{Endpoint: "GET " + d.url})
+	if err == nil {
+		return body, false, nil
+	}
+	if ctx.Err() != nil {
+		return "", false, err // shutting down: not a fault of the dependency
+	}
+	if _, ok := d.fb.Decide(ctx, err); ok {
+		return "fallback", true, nil
+	}
+	return "", false, err
+}
+
+// attempt is one attempt through breaker, bulkhead and timeout.
+func (d *dependency) attempt(ctx context.Context) (string, error) {
+	return breaker.Call(ctx, d.br, func(ctx context.Context) (string, error) {
+		return bulkhead.Call(ctx, d.bh, func(ctx context.Context) (string, error) {
+			return timeout.Call(ctx, d.to, d.get)
+		})
+	})
+}
+
+// get sends the request and reads the answer; a failing status is an error that carries it.
+func (d *dependency) get(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return "", retry.HTTPResult(req, nil, err)
+	}
+	defer resp.Body.Close()
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err := retry.HTTPResult(req, resp, rerr); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// load drives calls at a fixed rate (open loop: arrivals do not wait for answers, as users do
+// not), at most maxInFlight at a time, until ctx ends. It waits for the calls in flight.
+type load struct {
+	rate        float64 // calls per second, wall time
+	maxInFlight int
+}
+
+func (l load) run(ctx context.Context, d *dependency, shed func()) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, l.maxInFlight)
+	tick := time.NewTicker(time.Duration(float64(time.Second) / l.rate))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			shed()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, _, _ = d.Call(ctx)
+		}()
+	}
+}

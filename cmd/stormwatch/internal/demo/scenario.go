@@ -1,0 +1,168 @@
+package demo
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The demo's dependencies: each is its own set of primitives and series (the `name` label).
+const (
+	Payments        = "payments"
+	Inventory       = "inventory"
+	Recommendations = "recommendations"
+)
+
+// Dependencies lists the dependencies the demo's client calls, in display order.
+var Dependencies = []string{Payments, Inventory, Recommendations}
+
+// Phase is one step of a scenario's script: from At (demo time since the start) on, the
+// downstream endpoints have these faults. A dependency absent from Faults is Steady.
+type Phase struct {
+	At     time.Duration
+	Name   string
+	Faults map[string]Fault
+}
+
+// Scenario is a named script of faults. The last phase lasts until the run ends.
+type Scenario struct {
+	Name    string
+	Summary string
+	Phases  []Phase
+}
+
+// Steady is the background fault of a healthy dependency: 20–60 ms and one request in 200
+// answered 503 (so the retry log has something to show; the retries rescue it).
+var Steady = Fault{Latency: 20 * time.Millisecond, Jitter: 40 * time.Millisecond, ErrorRate: 0.005}
+
+// Scenario names.
+const (
+	ScenarioSteady      = "steady"
+	ScenarioOutage      = "outage"
+	ScenarioFlapping    = "flapping"
+	ScenarioSlow        = "slow"
+	ScenarioRateLimited = "rate-limited"
+	ScenarioRetryStorm  = "retry-storm"
+)
+
+// ScenarioNames lists every scenario, retry-storm included.
+var ScenarioNames = []string{ScenarioSteady, ScenarioOutage, ScenarioFlapping, ScenarioSlow, ScenarioRateLimited, ScenarioRetryStorm}
+
+// Fault-script timings of the one-shot scenarios (demo time).
+const (
+	faultStart = 15 * time.Second
+	faultEnd   = 75 * time.Second
+)
+
+// Scenarios returns the scripted scenarios by name (retry-storm is not a script of the
+// three-dependency client; see RunRetryStorm).
+func Scenarios() map[string]Scenario {
+	healthy := Phase{At: 0, Name: "healthy"}
+	recovered := Phase{At: faultEnd, Name: "recovered"}
+	flapping := []Phase{healthy}
+	for i := range 4 {
+		start := 10*time.Second + time.Duration(i)*20*time.Second
+		flapping = append(flapping,
+			Phase{At: start, Name: fmt.Sprintf("payments down (%d/4)", i+1), Faults: map[string]Fault{Payments: {ErrorRate: 1, Latency: 5 * time.Millisecond}}},
+			Phase{At: start + 8*time.Second, Name: fmt.Sprintf("payments back (%d/4)", i+1)})
+	}
+	return map[string]Scenario{
+		ScenarioSteady: {
+			Name:    ScenarioSteady,
+			Summary: "every dependency healthy (0.5% errors that retries rescue): no trips, no alerts",
+			Phases:  []Phase{{At: 0, Name: "steady"}},
+		},
+		ScenarioOutage: {
+			Name:    ScenarioOutage,
+			Summary: "payments goes down (503s, resets, hangs) for 60s: its breaker trips and the fallback answers; inventory turns flaky (retries rescue it) and recommendations slow (its bulkhead queues and rejects)",
+			Phases: []Phase{healthy, {
+				At:   faultStart,
+				Name: "payments down, inventory flaky, recommendations slow",
+				Faults: map[string]Fault{
+					Payments:        {ErrorRate: 0.6, ResetRate: 0.2, HangRate: 0.2, Latency: 5 * time.Millisecond},
+					Inventory:       {ErrorRate: 0.25, Latency: 20 * time.Millisecond, Jitter: 40 * time.Millisecond},
+					Recommendations: {Latency: 250 * time.Millisecond, Jitter: 300 * time.Millisecond},
+				},
+			}, recovered},
+		},
+		ScenarioSlow: {
+			Name:    ScenarioSlow,
+			Summary: "payments answers in 1.2–1.8s for 60s: the calls succeed but are slow, and the breaker trips on the slow-call rate",
+			Phases: []Phase{healthy, {
+				At:     faultStart,
+				Name:   "payments slow",
+				Faults: map[string]Fault{Payments: {Latency: 1200 * time.Millisecond, Jitter: 600 * time.Millisecond}},
+			}, recovered},
+		},
+		ScenarioRateLimited: {
+			Name:    ScenarioRateLimited,
+			Summary: "inventory answers half its requests 429 with Retry-After: 1 for 60s: the retries wait as told (delay source retry_after)",
+			Phases: []Phase{healthy, {
+				At:     faultStart,
+				Name:   "inventory rate-limited",
+				Faults: map[string]Fault{Inventory: {RateLimitRate: 0.5, RetryAfter: time.Second, Latency: 10 * time.Millisecond}},
+			}, recovered},
+		},
+		ScenarioFlapping: {
+			Name:    ScenarioFlapping,
+			Summary: "payments goes down for 8s every 20s, four times: the breaker trips, probes, closes and trips again",
+			Phases:  flapping,
+		},
+	}
+}
+
+// LookupScenario returns the scripted scenario called name.
+func LookupScenario(name string) (Scenario, error) {
+	s, ok := Scenarios()[name]
+	if !ok {
+		return Scenario{}, fmt.Errorf("scenario %q: want one of %s", name, strings.Join(ScenarioNames, "|"))
+	}
+	return s, nil
+}
+
+// validate checks the script: phases in order, faults valid and for known dependencies.
+func (s Scenario) validate() error {
+	if len(s.Phases) == 0 || s.Phases[0].At != 0 {
+		return fmt.Errorf("demo: scenario %q: the first phase must start at 0", s.Name)
+	}
+	if !sort.SliceIsSorted(s.Phases, func(i, j int) bool { return s.Phases[i].At < s.Phases[j].At }) {
+		return fmt.Errorf("demo: scenario %q: phases must be in time order", s.Name)
+	}
+	for _, p := range s.Phases {
+		for dep, f := range p.Faults {
+			if !contains(Dependencies, dep) {
+				return fmt.Errorf("demo: scenario %q, phase %q: unknown dependency %q", s.Name, p.Name, dep)
+			}
+			if err := f.validate(); err != nil {
+				return fmt.Errorf("demo: scenario %q, phase %q, %s: %w", s.Name, p.Name, dep, err)
+			}
+		}
+	}
+	return nil
+}
+
+// fault returns the fault of dep in phase p.
+func (p Phase) fault(dep string) Fault {
+	if f, ok := p.Faults[dep]; ok {
+		return f
+	}
+	return Steady
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scaleDuration divides d by speed.
+func scaleDuration(d time.Duration, speed float64) time.Duration {
+	if speed == 1 || d == 0 {
+		return d
+	}
+	return time.Duration(float64(d) / speed)
+}

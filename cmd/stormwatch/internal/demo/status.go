@@ -1,0 +1,150 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+)
+
+// board shows the status lines. On a terminal it keeps them as a block at the bottom, redrawn in
+// place, and log lines written through logWriter scroll above it; otherwise each update prints
+// the lines once, as plain periodic lines.
+type board struct {
+	mu    sync.Mutex
+	out   io.Writer
+	tty   bool
+	drawn int // lines of the block currently on screen (tty)
+	lines []string
+}
+
+// erase removes the drawn block; the cursor ends where the block began. Called with mu held.
+func (b *board) erase() {
+	if b.drawn > 0 {
+		fmt.Fprintf(b.out, "\r\x1b[%dA\x1b[J", b.drawn)
+		b.drawn = 0
+	}
+}
+
+// draw writes the block. Called with mu held.
+func (b *board) draw() {
+	for _, l := range b.lines {
+		fmt.Fprintf(b.out, "\x1b[2K%s\n", l)
+	}
+	b.drawn = len(b.lines)
+}
+
+// update replaces the status lines.
+func (b *board) update(lines []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = lines
+	if !b.tty {
+		for _, l := range lines {
+			fmt.Fprintln(b.out, l)
+		}
+		return
+	}
+	b.erase()
+	b.draw()
+}
+
+// println prints a line that stays (a phase change, a result) above the block.
+func (b *board) println(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tty {
+		b.erase()
+	}
+	fmt.Fprintf(b.out, format+"\n", args...)
+	if b.tty {
+		b.draw()
+	}
+}
+
+// finish leaves the last block on screen as plain text.
+func (b *board) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.drawn = 0
+}
+
+// logWriter returns w, or — when w is the same terminal as the board's — a writer that lifts
+// the block, writes the log line and puts the block back.
+func (b *board) logWriter(w io.Writer, sameTerminal bool) io.Writer {
+	if !b.tty || !sameTerminal {
+		return w
+	}
+	return writerFunc(func(p []byte) (int, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.erase()
+		n, err := w.Write(p)
+		b.draw()
+		return n, err
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// depCounts are the counters of one dependency the status line shows, read from its primitives.
+type depCounts struct {
+	state                        string
+	calls, retries               uint64
+	notPermitted, bulkheadFull   uint64
+	fallbacks, timedOut, inFlight uint64
+}
+
+func (d *dependency) counts() depCounts {
+	rs := d.rt.Snapshot()
+	var calls uint64
+	for _, c := range rs.Calls {
+		calls += c
+	}
+	var fbs uint64
+	st := d.fb.Stats()
+	for _, c := range fallback.Causes {
+		fbs += st.ByCause(c)
+	}
+	bs := d.bh.Stats()
+	return depCounts{
+		state:        d.br.State().String(),
+		calls:        calls,
+		retries:      rs.Retries,
+		notPermitted: d.br.NotPermitted(),
+		bulkheadFull: bs.Rejected,
+		fallbacks:    fbs,
+		timedOut:     d.to.Stats().TimedOut,
+		inFlight:     uint64(bs.InFlight),
+	}
+}
+
+// statusLine is one dependency's line: breaker state, request and retry rates since the last
+// line, rejections and fallbacks (totals).
+func statusLine(name string, now, prev depCounts, elapsed time.Duration) string {
+	rate := func(a, b uint64) float64 {
+		if elapsed <= 0 || a < b {
+			return 0
+		}
+		return float64(a-b) / elapsed.Seconds()
+	}
+	rates := fmt.Sprintf("%6.1f req/s  retries %5.1f/s", rate(now.calls, prev.calls), rate(now.retries, prev.retries))
+	if elapsed <= 0 {
+		rates = fmt.Sprintf("%6d calls  retries %7d", now.calls, now.retries)
+	}
+	return fmt.Sprintf("%-15s breaker %-9s %s  rejected %5d (breaker %d, bulkhead %d)  fallbacks %5d  timed out %d",
+		name, now.state, rates, now.notPermitted+now.bulkheadFull, now.notPermitted, now.bulkheadFull, now.fallbacks, now.timedOut)
+}
+
+// header is the first line of the block: scenario, phase, time.
+func header(scenario, phase string, elapsed time.Duration, speed float64) string {
+	demoTime := time.Duration(float64(elapsed) * speed).Truncate(time.Second)
+	return fmt.Sprintf("── %s · %s · t=%s (demo time, ×%s) %s", scenario, phase, demoTime, trimFloat(speed), strings.Repeat("─", 10))
+}
+
+func trimFloat(f float64) string { return strings.TrimSuffix(fmt.Sprintf("%g", f), ".0") }

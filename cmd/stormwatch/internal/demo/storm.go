@@ -1,0 +1,547 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
+)
+
+// StormConfig shapes the retry-storm replay (seed notes INC-01..08, INC-K1), in demo time. The
+// chain is user → order → payment → bank channel, all on 127.0.0.1. The bank channel has a fixed
+// pool of workers and a bounded queue (beyond it, it refuses at once, as the exhausted thread
+// pool of the incident did) and keeps working on requests whose caller has given up. At
+// Warmup it turns slow (FaultService per request, "bank maintenance") for Fault, then is healthy
+// again; Observe is how long the run watches for the recovery.
+type StormConfig struct {
+	Rate          float64       // user requests per second (demo time; the wall rate is Rate × speed)
+	Warmup        time.Duration // healthy time before the fault
+	Fault         time.Duration // how long the bank is slow
+	Observe       time.Duration // how long after the fault the run watches
+	BankWorkers   int           // the bank's worker pool
+	BankQueue     int           // requests that may wait for a worker; more are refused at once
+	BankService   time.Duration // time per request when healthy
+	FaultService  time.Duration // time per request while slow
+	RecoveryRatio float64       // a second of user requests has recovered when this share got a real answer
+}
+
+// DefaultStormConfig is the replay's default shape: 10 user requests/s against a bank that
+// serves 20/s when healthy (4 workers × 200 ms, half busy — the incident's 500 QPS on a pool of
+// 200) and turns 6 s slow for 10 s.
+func DefaultStormConfig() StormConfig {
+	return StormConfig{
+		Rate: 10, Warmup: 3 * time.Second, Fault: 10 * time.Second, Observe: 20 * time.Second,
+		BankWorkers: 4, BankQueue: 40, BankService: 200 * time.Millisecond, FaultService: 6 * time.Second,
+		RecoveryRatio: 0.9,
+	}
+}
+
+func (c StormConfig) withDefaults() StormConfig {
+	d := DefaultStormConfig()
+	if c.Rate == 0 {
+		c.Rate = d.Rate
+	}
+	if c.Warmup == 0 {
+		c.Warmup = d.Warmup
+	}
+	if c.Fault == 0 {
+		c.Fault = d.Fault
+	}
+	if c.Observe == 0 {
+		c.Observe = d.Observe
+	}
+	if c.BankWorkers == 0 {
+		c.BankWorkers = d.BankWorkers
+	}
+	if c.BankQueue == 0 {
+		c.BankQueue = d.BankQueue
+	}
+	if c.BankService == 0 {
+		c.BankService = d.BankService
+	}
+	if c.FaultService == 0 {
+		c.FaultService = d.FaultService
+	}
+	if c.RecoveryRatio == 0 {
+		c.RecoveryRatio = d.RecoveryRatio
+	}
+	return c
+}
+
+// Setup names.
+const (
+	SetupNaive      = "naive"
+	SetupStormwatch = "stormwatch"
+)
+
+// StormResult is what one setup measured.
+type StormResult struct {
+	Setup string
+	// FaultRequests is the number of user requests sent while the bank was slow, and
+	// BankRequests the requests the bank received on their behalf (counted per user request
+	// through a request id, after every attempt of every layer was over).
+	FaultRequests int
+	BankRequests  uint64
+	// Amplification is BankRequests / FaultRequests: requests at the leaf per user request.
+	Amplification float64
+	// Recovered says whether the user requests recovered after the bank came back, and
+	// TimeToRecover how long that took (demo time): from the end of the fault to the first
+	// second from which on every second's requests got a real answer in RecoveryRatio of cases.
+	Recovered     bool
+	TimeToRecover time.Duration
+	Observed      time.Duration
+	// Users counts every user request by answer: real, degraded (the fallback), failed.
+	Users, Real, Degraded, Failed int
+}
+
+// StormReport holds both setups' results.
+type StormReport struct {
+	Naive, Stormwatch StormResult
+}
+
+// RunRetryStorm replays the incident twice — naive per-layer retries, then stormwatch — and
+// prints both results side by side with println. The stormwatch setup's primitives are
+// registered in reg (names "payment-service" and "bank-channel") and so exported on /metrics.
+func RunRetryStorm(ctx context.Context, reg *instrument.Registry, cfg StormConfig, speed float64, println func(string, ...any)) (StormReport, error) {
+	cfg = cfg.withDefaults()
+	var rep StormReport
+	println("retry-storm: user → order → payment → bank channel; the bank turns slow (%s per request) for %s after %s", cfg.FaultService, cfg.Fault, cfg.Warmup)
+	println("retry-storm: 1/2 naive: 3 attempts at order→payment and at payment→bank, no budget, no breaker (%s demo time)…", cfg.Warmup+cfg.Fault+cfg.Observe)
+	var err error
+	if rep.Naive, err = runStorm(ctx, SetupNaive, reg, cfg, speed); err != nil {
+		return rep, err
+	}
+	println("retry-storm: 2/2 stormwatch: one retry layer (2 attempts, 10%% budget, deadline) + breakers + bulkhead + timeouts + do-not-retry…")
+	if rep.Stormwatch, err = runStorm(ctx, SetupStormwatch, reg, cfg, speed); err != nil {
+		return rep, err
+	}
+	for _, l := range rep.Table() {
+		println("%s", l)
+	}
+	return rep, nil
+}
+
+// Table renders the report side by side.
+func (r StormReport) Table() []string {
+	rec := func(s StormResult) string {
+		if !s.Recovered {
+			return fmt.Sprintf("not within %s", s.Observed)
+		}
+		return s.TimeToRecover.Round(100 * time.Millisecond).String()
+	}
+	row := func(label, a, b string) string { return fmt.Sprintf("  %-44s %-22s %s", label, a, b) }
+	return []string{
+		row("", SetupNaive, SetupStormwatch),
+		row("bank requests per user request (fault)", fmt.Sprintf("%.2f×", r.Naive.Amplification), fmt.Sprintf("%.2f×", r.Stormwatch.Amplification)),
+		row("  (user requests during the fault → at bank)", fmt.Sprintf("%d → %d", r.Naive.FaultRequests, r.Naive.BankRequests), fmt.Sprintf("%d → %d", r.Stormwatch.FaultRequests, r.Stormwatch.BankRequests)),
+		row("time to recover after the bank is back", rec(r.Naive), rec(r.Stormwatch)),
+		row("user answers: real / degraded / failed", fmt.Sprintf("%d / %d / %d", r.Naive.Real, r.Naive.Degraded, r.Naive.Failed), fmt.Sprintf("%d / %d / %d", r.Stormwatch.Real, r.Stormwatch.Degraded, r.Stormwatch.Failed)),
+	}
+}
+
+const (
+	requestIDHeader = "X-Demo-Request"
+	degradedHeader  = "X-Demo-Degraded"
+)
+
+// bank is the leaf: a worker pool with a bounded queue that ignores its callers' cancellation.
+type bank struct {
+	workers  chan struct{}
+	admitted chan struct{} // workers + queue
+	service  atomic.Int64  // ns per request, wall time
+	perUser  []atomic.Uint32
+	stop     <-chan struct{}
+}
+
+func (b *bank) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, err := strconv.Atoi(r.Header.Get(requestIDHeader)); err == nil && id >= 0 && id < len(b.perUser) {
+		b.perUser[id].Add(1)
+	}
+	select {
+	case b.admitted <- struct{}{}:
+	default:
+		http.Error(w, "pool exhausted", http.StatusServiceUnavailable)
+		return
+	}
+	defer func() { <-b.admitted }()
+	select {
+	case b.workers <- struct{}{}:
+	case <-b.stop:
+		return
+	}
+	defer func() { <-b.workers }()
+	t := time.NewTimer(time.Duration(b.service.Load()))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-b.stop:
+		return
+	}
+	_, _ = io.WriteString(w, "paid\n")
+}
+
+// stormLayer is one caller→callee hop: naive (a plain retry loop) or stormwatch (primitives).
+type stormLayer struct {
+	url    string
+	client *http.Client
+	// naive
+	attempts       int
+	attemptTimeout time.Duration
+	pause          time.Duration
+	// stormwatch (any may be nil)
+	rt *retry.Retry
+	br *breaker.Breaker
+	bh *bulkhead.Bulkhead
+	to *timeout.Timeout
+}
+
+// errStatus is a failed answer from the callee.
+type errStatus struct {
+	code          int
+	retryDisabled bool
+}
+
+func (e *errStatus) Error() string { return "status " + strconv.Itoa(e.code) }
+
+// send makes one HTTP attempt carrying the user request id.
+func (l *stormLayer) send(ctx context.Context, id string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(requestIDHeader, id)
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return retry.HTTPResult(req, nil, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	return retry.HTTPResult(req, resp, nil)
+}
+
+// naiveCall is the naive retry loop: a fixed number of attempts with a per-attempt timeout and a
+// short fixed pause, no budget, no breaker.
+func (l *stormLayer) naiveCall(ctx context.Context, id string) error {
+	var err error
+	for a := 1; a <= l.attempts; a++ {
+		actx, cancel := context.WithTimeout(ctx, l.attemptTimeout)
+		err = l.send(actx, id)
+		cancel()
+		if err == nil || ctx.Err() != nil || a == l.attempts {
+			return err
+		}
+		t := time.NewTimer(l.pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return err
+}
+
+// stormwatchCall goes through the layer's primitives: Retry → Breaker → Bulkhead → Timeout.
+func (l *stormLayer) stormwatchCall(ctx context.Context, id string) error {
+	attempt := func(ctx context.Context) error {
+		call := func(ctx context.Context) error {
+			if l.to != nil {
+				return l.to.Do(ctx, func(ctx context.Context) error { return l.send(ctx, id) })
+			}
+			return l.send(ctx, id)
+		}
+		inner := call
+		if l.bh != nil {
+			inner = func(ctx context.Context) error { return l.bh.Do(ctx, call) }
+		}
+		if l.br != nil {
+			return l.br.Do(ctx, inner)
+		}
+		return inner(ctx)
+	}
+	if l.rt != nil {
+		_, err := retry.CallWith(ctx, l.rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, attempt(ctx) },
+			retry.Hooks[struct{}]{Endpoint: "GET " + l.url})
+		return err
+	}
+	return attempt(ctx)
+}
+
+// runStorm runs one setup and measures it.
+func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg StormConfig, speed float64) (StormResult, error) {
+	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
+	total := cfg.Warmup + cfg.Fault + cfg.Observe
+	wallRate := cfg.Rate * speed
+	n := int(wallRate*s(total).Seconds()) + 1
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	stopCh := make(chan struct{})
+	defer close(stopCh)
+
+	bk := &bank{
+		workers: make(chan struct{}, cfg.BankWorkers), admitted: make(chan struct{}, cfg.BankWorkers+cfg.BankQueue),
+		perUser: make([]atomic.Uint32, n), stop: stopCh,
+	}
+	bk.service.Store(int64(s(cfg.BankService)))
+
+	var servers []*server
+	defer func() {
+		for i := len(servers) - 1; i >= 0; i-- {
+			servers[i].stop(500 * time.Millisecond)
+		}
+	}()
+	listen := func(h http.Handler) (string, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		srv := serve(l, h)
+		servers = append(servers, srv)
+		return "http://" + srv.addr + "/", nil
+	}
+	transport := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
+
+	bankURL, err := listen(bk)
+	if err != nil {
+		return StormResult{}, err
+	}
+	toBank := &stormLayer{url: bankURL, client: client}
+	var payment http.HandlerFunc
+	if setup == SetupNaive {
+		toBank.attempts, toBank.attemptTimeout, toBank.pause = 3, s(time.Second), s(100*time.Millisecond)
+		payment = func(w http.ResponseWriter, r *http.Request) {
+			// The naive payment service keeps retrying the bank after its caller gave up (its
+			// threads are not interrupted): the run's context, not the request's.
+			if err := toBank.naiveCall(runCtx, r.Header.Get(requestIDHeader)); err != nil {
+				http.Error(w, "bank failed", http.StatusBadGateway)
+				return
+			}
+			_, _ = io.WriteString(w, "paid\n")
+		}
+	} else {
+		if toBank.br, err = reg.Breaker("bank-channel", breaker.Config{
+			Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, SlowCallDuration: s(800 * time.Millisecond),
+			OpenDuration: s(5 * time.Second), Classify: breakerClassify,
+		}); err != nil {
+			return StormResult{}, err
+		}
+		if toBank.bh, err = reg.Bulkhead("bank-channel", bulkhead.Config{MaxConcurrent: 8, MaxWait: s(200 * time.Millisecond)}); err != nil {
+			return StormResult{}, err
+		}
+		if toBank.to, err = reg.Timeout("bank-channel", timeout.Config{Timeout: s(time.Second)}); err != nil {
+			return StormResult{}, err
+		}
+		payment = func(w http.ResponseWriter, r *http.Request) {
+			err := toBank.stormwatchCall(r.Context(), r.Header.Get(requestIDHeader))
+			if err != nil {
+				// Our own refusals (breaker open, bulkhead full) tell the caller not to retry
+				// (RT-23): retrying them at once only adds load.
+				if errors.Is(err, breaker.ErrOpen) || errors.Is(err, bulkhead.ErrFull) {
+					w.Header().Set(retry.DoNotRetryHeader, "true")
+				}
+				http.Error(w, "bank unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = io.WriteString(w, "paid\n")
+		}
+	}
+	paymentURL, err := listen(payment)
+	if err != nil {
+		return StormResult{}, err
+	}
+
+	toPayment := &stormLayer{url: paymentURL, client: client}
+	var fb *fallback.Fallback
+	if setup == SetupNaive {
+		toPayment.attempts, toPayment.attemptTimeout, toPayment.pause = 3, s(1500*time.Millisecond), s(100*time.Millisecond)
+	} else {
+		rc := retry.DefaultConfig()
+		rc.MaxAttempts = 2
+		rc.MaxDuration = s(4 * time.Second)
+		rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: s(2 * time.Second)}
+		rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
+		rc.Idempotent = true
+		if toPayment.rt, err = reg.Retry("payment-service", rc); err != nil {
+			return StormResult{}, err
+		}
+		if toPayment.br, err = reg.Breaker("payment-service", breaker.Config{
+			Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: s(5 * time.Second), Classify: breakerClassify,
+		}); err != nil {
+			return StormResult{}, err
+		}
+		if toPayment.bh, err = reg.Bulkhead("payment-service", bulkhead.Config{MaxConcurrent: 30, MaxWait: s(200 * time.Millisecond)}); err != nil {
+			return StormResult{}, err
+		}
+		if toPayment.to, err = reg.Timeout("payment-service", timeout.Config{Timeout: s(2 * time.Second)}); err != nil {
+			return StormResult{}, err
+		}
+		if fb, err = reg.Fallback("payment-service", fallback.Config{}); err != nil {
+			return StormResult{}, err
+		}
+	}
+	order := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(requestIDHeader)
+		if setup == SetupNaive {
+			if err := toPayment.naiveCall(r.Context(), id); err != nil {
+				http.Error(w, "payment failed", http.StatusBadGateway)
+				return
+			}
+			_, _ = io.WriteString(w, "ordered\n")
+			return
+		}
+		degraded, err := fb.Do(r.Context(), func(ctx context.Context) error { return toPayment.stormwatchCall(ctx, id) },
+			func(context.Context, fallback.Cause, error) error { return nil })
+		if err != nil {
+			http.Error(w, "payment failed", http.StatusBadGateway)
+			return
+		}
+		if degraded {
+			w.Header().Set(degradedHeader, "true")
+			_, _ = io.WriteString(w, "ordered, payment pending (check later)\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ordered\n")
+	})
+	orderURL, err := listen(order)
+	if err != nil {
+		return StormResult{}, err
+	}
+
+	// The users: an open loop of requests at the wall rate, each bounded in time.
+	type outcome struct {
+		at            time.Duration // demo time since start
+		real, degrade bool
+	}
+	outcomes := make([]outcome, n)
+	var issued atomic.Int64
+	start := time.Now()
+	faultAt, recoverAt := start.Add(s(cfg.Warmup)), start.Add(s(cfg.Warmup+cfg.Fault))
+	userTimeout := s(10 * time.Second)
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Duration(float64(time.Second) / wallRate))
+	phase := 0
+	firstFault, firstAfter := -1, -1
+loop:
+	for i := 0; i < n; i++ {
+		select {
+		case <-runCtx.Done():
+			break loop
+		case now := <-tick.C:
+			if phase == 0 && !now.Before(faultAt) {
+				phase, firstFault = 1, i
+				bk.service.Store(int64(s(cfg.FaultService)))
+			}
+			if phase == 1 && !now.Before(recoverAt) {
+				phase, firstAfter = 2, i
+				bk.service.Store(int64(s(cfg.BankService)))
+			}
+			if now.Sub(start) >= s(total) {
+				break loop
+			}
+		}
+		issued.Add(1)
+		wg.Add(1)
+		go func(i int, at time.Duration) {
+			defer wg.Done()
+			outcomes[i].at = at
+			rctx, cancel := context.WithTimeout(runCtx, userTimeout)
+			defer cancel()
+			req, err := http.NewRequestWithContext(rctx, http.MethodGet, orderURL, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set(requestIDHeader, strconv.Itoa(i))
+			resp, err := client.Do(req)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				outcomes[i].degrade = resp.Header.Get(degradedHeader) != ""
+				outcomes[i].real = !outcomes[i].degrade
+			}
+		}(i, time.Duration(float64(time.Since(start))*speed))
+	}
+	tick.Stop()
+	wg.Wait()
+	// Let the naive payment service's orphaned retries reach the bank before counting.
+	if setup == SetupNaive {
+		t := time.NewTimer(s(3*time.Second + 300*time.Millisecond))
+		select {
+		case <-runCtx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if err := ctx.Err(); err != nil {
+		return StormResult{Setup: setup}, err
+	}
+	if firstFault < 0 || firstAfter < 0 {
+		return StormResult{Setup: setup}, fmt.Errorf("retry-storm: the run ended before the fault was over")
+	}
+
+	res := StormResult{Setup: setup, Observed: cfg.Observe}
+	m := int(issued.Load())
+	for i := 0; i < m; i++ {
+		o := outcomes[i]
+		switch {
+		case o.real:
+			res.Real++
+		case o.degrade:
+			res.Degraded++
+		default:
+			res.Failed++
+		}
+	}
+	res.Users = m
+	for i := firstFault; i < firstAfter; i++ {
+		res.FaultRequests++
+		res.BankRequests += uint64(bk.perUser[i].Load())
+	}
+	if res.FaultRequests > 0 {
+		res.Amplification = float64(res.BankRequests) / float64(res.FaultRequests)
+	}
+	// Recovery: one-second buckets (demo time) of the requests sent after the fault.
+	buckets := int(cfg.Observe / time.Second)
+	okN, allN := make([]int, buckets), make([]int, buckets)
+	for i := firstAfter; i < m; i++ {
+		b := int((outcomes[i].at - cfg.Warmup - cfg.Fault) / time.Second)
+		if b < 0 || b >= buckets {
+			continue
+		}
+		allN[b]++
+		if outcomes[i].real {
+			okN[b]++
+		}
+	}
+	recovered := -1
+	for b := buckets - 1; b >= 0; b-- {
+		if allN[b] == 0 || float64(okN[b]) < cfg.RecoveryRatio*float64(allN[b]) {
+			break
+		}
+		recovered = b
+	}
+	// The last bucket alone is not a recovery: require two good seconds.
+	if recovered >= 0 && recovered < buckets-1 {
+		res.Recovered = true
+		res.TimeToRecover = time.Duration(recovered) * time.Second
+	}
+	return res, nil
+}

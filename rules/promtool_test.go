@@ -88,6 +88,21 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 			},
 		},
 	}
+	// Thresholds at both ends of their ranges: the scenarios still fire, stay silent and resolve.
+	for name, th := range map[string]map[string]float64{
+		"low thresholds": {AlertStuckOpen: 15, AlertFlapping: 2, AlertOpenFleetWide: 0.01, AlertRejectingCalls: 0.001,
+			AlertRetryRateHigh: 0.001, AlertRetryRateSpike: 1.01, AlertRetryBudgetExhausted: 0, AlertRetriesNotRescuing: 0.01,
+			AlertBulkheadRejectionsHigh: 0.001, AlertBulkheadSaturated: 0.01, AlertFallbackSustained: 0, AlertSlowCallRateHigh: 0.01},
+		"high thresholds": {AlertStuckOpen: 3600, AlertFlapping: 40, AlertOpenFleetWide: 0.99, AlertRejectingCalls: 0.999,
+			AlertRetryRateHigh: 10, AlertRetryRateSpike: 100, AlertRetryBudgetExhausted: 1000, AlertRetriesNotRescuing: 1,
+			AlertBulkheadRejectionsHigh: 0.999, AlertBulkheadSaturated: 0.999, AlertFallbackSustained: 1000, AlertSlowCallRateHigh: 1},
+	} {
+		cfg := Config{Alerts: map[string]AlertConfig{}}
+		for a, v := range th {
+			cfg.Alerts[a] = AlertConfig{Threshold: ptr(v)}
+		}
+		configs[name] = cfg
+	}
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

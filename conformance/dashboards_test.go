@@ -601,3 +601,46 @@ func slicesIndex(ss []string, s string) int {
 	}
 	return -1
 }
+
+// FuzzDashboardSelector: whatever extra selector dashboards.Generate accepts, every generated
+// query still parses with the real PromQL parser and carries the selector's matchers.
+func FuzzDashboardSelector(f *testing.F) {
+	for _, s := range []string{
+		`job="checkout"`, `a='it\'s', b=~"x|y",`, "a=~`\\d+`", `a!~"(a|b)+", b!=""`,
+		`a="\q"`, `a=~"("`, `{a="b"}`, `a="\u00e9\x41\101"`, `A!~"(A|$A)0",A=""`, `A!~")0(0"`, `a='it\"0'`,
+	} {
+		f.Add(s)
+	}
+	p := parser.NewParser(parser.Options{})
+	f.Fuzz(func(t *testing.T, sel string) {
+		files, err := dashboards.Generate(dashboards.Config{Selector: sel})
+		if err != nil {
+			return // rejected: fine, the check may be stricter than PromQL
+		}
+		braced := "{" + strings.TrimSuffix(strings.TrimSpace(sel), ",") + "}"
+		_, err = p.ParseMetricSelector(braced)
+		require.NoError(t, err, "accepted selector %q is not a PromQL selector", sel)
+		want, err := p.ParseMetricSelector(substitute(braced)) // "$x" in a value reads as a variable
+		require.NoError(t, err, "selector %q", sel)
+		for _, file := range files {
+			var d grafanaJSON
+			require.NoError(t, json.Unmarshal(file.Data, &d))
+			for _, panel := range d.Panels {
+				for _, tg := range panel.Targets {
+					expr, err := p.ParseExpr(substitute(tg.Expr))
+					require.NoError(t, err, "selector %q: %s", sel, tg.Expr)
+					parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+						if vs, ok := node.(*parser.VectorSelector); ok {
+							for _, w := range want {
+								require.True(t, slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
+									return m.Name == w.Name && m.Type == w.Type && m.Value == w.Value
+								}), "selector %q: %s lacks %s", sel, vs, w)
+							}
+						}
+						return nil
+					})
+				}
+			}
+		}
+	})
+}

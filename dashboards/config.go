@@ -2,6 +2,8 @@ package dashboards
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -133,10 +135,15 @@ func checkUIDPrefix(s string) error {
 	return nil
 }
 
-// checkSelector is a light lexical check of a comma-separated list of PromQL label matchers
-// (label op "value"). It catches typos such as a missing quote or a brace; it does not check
-// regular expressions. Strict parsing against the real PromQL grammar is the CLI's job.
+// checkSelector is a light check of a comma-separated list of PromQL label matchers
+// (label op "value"): label names are identifiers (not __name__), values are PromQL string
+// literals (double, single or back quotes, PromQL escapes) and regular-expression values
+// compile. It catches typos such as a missing quote or a brace; the CLI may parse the selector
+// with the full PromQL grammar.
 func checkSelector(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("not valid UTF-8")
+	}
 	i := 0
 	skip := func() {
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
@@ -149,7 +156,7 @@ func checkSelector(s string) error {
 			if n == 0 {
 				return fmt.Errorf("no matcher")
 			}
-			return nil // a trailing comma is valid PromQL
+			return nil // after a trailing comma, which PromQL allows
 		}
 		start := i
 		for i < len(s) && (s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (i > start && s[i] >= '0' && s[i] <= '9')) {
@@ -158,37 +165,33 @@ func checkSelector(s string) error {
 		if i == start {
 			return fmt.Errorf("want a label name at offset %d", i)
 		}
-		if s[start:i] == "__name__" {
+		label := s[start:i]
+		if label == "__name__" {
 			return fmt.Errorf("matcher on __name__ at offset %d: the metric names come from the catalog", start)
 		}
 		skip()
-		switch {
-		case strings.HasPrefix(s[i:], "=~"), strings.HasPrefix(s[i:], "!="), strings.HasPrefix(s[i:], "!~"):
-			i += 2
-		case strings.HasPrefix(s[i:], "="):
-			i++
-		default:
-			return fmt.Errorf("want =, !=, =~ or !~ at offset %d", i)
+		op := ""
+		for _, o := range []string{"=~", "!=", "!~", "="} {
+			if strings.HasPrefix(s[i:], o) {
+				op = o
+				break
+			}
 		}
+		if op == "" {
+			return fmt.Errorf("want =, !=, =~ or !~ after %s at offset %d", label, i)
+		}
+		i += len(op)
 		skip()
-		if i == len(s) || (s[i] != '"' && s[i] != '\'' && s[i] != '`') {
-			return fmt.Errorf("want a quoted value at offset %d", i)
+		end, value, err := stringLiteral(s, i)
+		if err != nil {
+			return fmt.Errorf("value of %s at offset %d: %w", label, i, err)
 		}
-		q := s[i]
-		i++
-		for i < len(s) && s[i] != q {
-			if s[i] == '\\' && q != '`' {
-				i++
+		if op == "=~" || op == "!~" {
+			if _, err := regexp.Compile(value); err != nil {
+				return fmt.Errorf("value of %s: %w", label, err)
 			}
-			if i < len(s) && s[i] == '\n' {
-				return fmt.Errorf("newline in value at offset %d", i)
-			}
-			i++
 		}
-		if i >= len(s) {
-			return fmt.Errorf("unterminated value")
-		}
-		i++
+		i = end
 		skip()
 		if i == len(s) {
 			return nil
@@ -198,4 +201,59 @@ func checkSelector(s string) error {
 		}
 		i++
 	}
+}
+
+// stringLiteral reads the PromQL string literal starting at s[i] and returns the offset after
+// it and its value. PromQL strings follow Go's rules, except that single-quoted strings are
+// strings too (with \' rather than \" as the escaped quote).
+func stringLiteral(s string, i int) (end int, value string, err error) {
+	if i == len(s) || (s[i] != '"' && s[i] != '\'' && s[i] != '`') {
+		return 0, "", fmt.Errorf("want a quoted value")
+	}
+	q := s[i]
+	j := i + 1
+	for j < len(s) && s[j] != q {
+		if s[j] == '\\' && q != '`' {
+			j++
+		}
+		j++
+	}
+	if j >= len(s) {
+		return 0, "", fmt.Errorf("unterminated string")
+	}
+	lit, ok := s[i:j+1], true
+	if q == '\'' {
+		lit, ok = singleToDouble(lit)
+	}
+	v, err := strconv.Unquote(lit)
+	if err != nil || !ok {
+		return 0, "", fmt.Errorf("invalid string %s", s[i:j+1])
+	}
+	return j + 1, v, nil
+}
+
+// singleToDouble rewrites a single-quoted PromQL literal as the equivalent double-quoted one;
+// false if it holds \", which PromQL rejects in single quotes.
+func singleToDouble(lit string) (string, bool) {
+	var b strings.Builder
+	b.WriteByte('"')
+	in := lit[1 : len(lit)-1]
+	for k := 0; k < len(in); k++ {
+		switch {
+		case in[k] == '\\' && k+1 < len(in) && in[k+1] == '\'':
+			b.WriteByte('\'')
+			k++
+		case in[k] == '\\' && k+1 < len(in) && in[k+1] == '"':
+			return "", false
+		case in[k] == '\\' && k+1 < len(in):
+			b.WriteString(in[k : k+2])
+			k++
+		case in[k] == '"':
+			b.WriteString(`\"`)
+		default:
+			b.WriteByte(in[k])
+		}
+	}
+	b.WriteByte('"')
+	return b.String(), true
 }

@@ -652,6 +652,12 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{Selector: `__name__=~".+"`}, []string{"Selector", "__name__"}},
 		{Config{Selector: `job<"a"`}, []string{"Selector", "want =, !=, =~ or !~"}},
 		{Config{Selector: `,`}, []string{"Selector", "label name"}},
+		{Config{Selector: `a="\q"`}, []string{"Selector", "invalid string"}},
+		{Config{Selector: `a="it\'s"`}, []string{"Selector", "invalid string"}},
+		{Config{Selector: `a=~"(unclosed"`}, []string{"Selector", "missing closing )"}},
+		{Config{Selector: `a=~")x(x"`}, []string{"Selector", "unexpected )"}},
+		{Config{Selector: `a='it\"s'`}, []string{"Selector", "invalid string"}},
+		{Config{Selector: "a=\"\xff\""}, []string{"Selector", "UTF-8"}},
 	} {
 		files, err := Generate(tc.cfg)
 		require.Error(t, err, "%+v", tc.cfg)
@@ -673,6 +679,7 @@ func TestConfigAcceptsValidValues(t *testing.T) {
 		{TitlePrefix: "Résilience · prod"},
 		{Selector: `job="checkout"`},
 		{Selector: ` job = "a" , env !~ 'dev|test' , x=~` + "`a\\d`" + `, y!="q\"uote" `},
+		{Selector: `a='it\'s "quoted"', b="tab\there", c=~"a.+|\\d{2}"`},
 	} {
 		_, err := Generate(cfg)
 		assert.NoError(t, err, "%+v", cfg)
@@ -702,4 +709,50 @@ func BenchmarkGenerate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzGenerate: any config either fails with an error naming a field or yields dashboards the
+// SDK's strict decoder accepts, whose every query carries the selector.
+func FuzzGenerate(f *testing.F) {
+	f.Add("", "", "", "")
+	f.Add("acme", `job="a", env!~"dev|test",`, "Shop", "shop")
+	f.Add("-", `x=~'a\'b'`, "T / x", "u_1")
+	f.Add("a b", `job="a`, "\x00", "a/b")
+	f.Fuzz(func(t *testing.T, ns, sel, title, uid string) {
+		files, err := Generate(Config{Namespace: ns, Selector: sel, TitlePrefix: title, UIDPrefix: uid})
+		if err != nil {
+			msg := err.Error()
+			ok := false
+			for _, field := range []string{"Namespace", "Selector", "TitlePrefix", "UIDPrefix"} {
+				ok = ok || strings.HasPrefix(msg, "dashboards: "+field)
+			}
+			if !ok {
+				t.Fatalf("error names no field: %v", err)
+			}
+			return
+		}
+		for _, file := range files {
+			if err := strictCheck(file.Data); err != nil {
+				t.Fatalf("%s: %v", file.Path, err)
+			}
+			if !json.Valid(file.Data) {
+				t.Fatalf("%s: invalid JSON", file.Path)
+			}
+		}
+		want := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sel), ","))
+		if want == "" {
+			return
+		}
+		var d dashboard.Dashboard
+		if err := json.Unmarshal(files[0].Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range panels(d) {
+			for _, tg := range p.Targets {
+				if expr := tg.(*prometheus.Dataquery).Expr; !strings.Contains(expr, want+"}") {
+					t.Fatalf("selector %q missing from %q", want, expr)
+				}
+			}
+		}
+	})
 }

@@ -1,0 +1,501 @@
+package instrument
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
+)
+
+// Order says where a [Pipeline]'s circuit breaker sits relative to its retry. The other layers
+// never move: the fallback is outermost, and the bulkhead and the timeout wrap each attempt.
+type Order int
+
+const (
+	// BreakerPerAttempt is the default order, outermost first:
+	//
+	//	Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call
+	//
+	// The breaker sees every real attempt, first and retries alike (seed notes CO-05, the
+	// resilience4j and Polly default): against a dead dependency it trips after as many failed
+	// attempts as its window needs (fail_max 5 → 5 requests, AMP-06), and once open it stops a
+	// retry loop at its next attempt, because the retry never retries the breaker's rejection.
+	// The price is the sampling unit: the attempts of one logical call observe the same fault,
+	// so the failure rate counts correlated samples and runs higher than the users' failure rate
+	// (CO-03). Each attempt takes its own bulkhead permit, only while it runs.
+	BreakerPerAttempt Order = iota
+	// BreakerPerCall is the "logical call" order, outermost first:
+	//
+	//	Fallback → CircuitBreaker → Retry → Bulkhead → Timeout → call
+	//
+	// The breaker records one outcome per logical call — a call that succeeds on its third
+	// attempt is one success — so its failure rate is the users' failure rate, statistically
+	// sound for thresholds, dashboards and alerts (seed notes CO-02, the preference of seed 000).
+	// The price is speed: it needs fail_max × MaxAttempts requests to trip (5 × 3 = 15, AMP-06),
+	// and a retry loop that began while the breaker was closed runs to its end even if the
+	// breaker opens meanwhile; a half-open probe is a whole retry loop.
+	BreakerPerCall
+)
+
+// String returns the order's name.
+func (o Order) String() string {
+	switch o {
+	case BreakerPerAttempt:
+		return "breaker_per_attempt"
+	case BreakerPerCall:
+		return "breaker_per_call"
+	}
+	return fmt.Sprintf("Order(%d)", int(o))
+}
+
+// PipelineConfig configures a [Pipeline]: one optional configuration per layer (nil = the layer
+// is absent) and the breaker's place. The zero PipelineConfig is a pipeline without layers,
+// which just calls the function.
+type PipelineConfig struct {
+	// Order places the circuit breaker inside (default) or outside the retry.
+	Order Order
+	// Retry configures the retry layer. Its MinAttemptTime defaults to the Timeout layer's limit.
+	// Leave AttemptTimeout zero when the Timeout layer is present (it bounds each attempt).
+	Retry *retry.Config
+	// Breaker configures the circuit breaker. A nil Classify gets [BreakerOutcome], which counts
+	// failures as package classify does: 4xx responses and business errors are not failures,
+	// stormwatch's rejections and the caller's cancellation are ignored.
+	Breaker *breaker.Config
+	// Bulkhead configures the concurrency limit of attempts.
+	Bulkhead *bulkhead.Config
+	// Timeout configures the per-attempt time limit.
+	Timeout *timeout.Config
+	// Fallback configures which causes the fallback answers. The fallback function itself is
+	// given per call ([ExecuteWithFallback], [Pipeline.DoWithFallback]); calls that give none
+	// skip the layer.
+	Fallback *fallback.Config
+}
+
+// Validate checks the configuration as [Registry.Pipeline] does, without creating anything: each
+// layer's own configuration, the order, and the combinations a pipeline refuses because they
+// would retry stormwatch's own rejections or let a full bulkhead trip the breaker. The error
+// names the field and its value.
+func (c PipelineConfig) Validate() error { return c.validate("pipeline") }
+
+// rejectionProbes are the errors with which stormwatch refuses calls; validation asks the
+// user's hooks what they would do with them.
+var rejectionProbes = []error{
+	&breaker.OpenError{Name: "probe", State: breaker.Open},
+	&bulkhead.FullError{Name: "probe", MaxConcurrent: 1},
+}
+
+func (c PipelineConfig) validate(name string) error {
+	bad := func(field string, value any, reason string) error {
+		return fmt.Errorf("instrument: pipeline %q: %s = %v: %s", name, field, value, reason)
+	}
+	layer := func(field string, err error) error {
+		return fmt.Errorf("instrument: pipeline %q: %s: %w", name, field, err)
+	}
+	if name == "" {
+		return errors.New("instrument: pipeline name must not be empty")
+	}
+	switch c.Order {
+	case BreakerPerAttempt, BreakerPerCall:
+	default:
+		return bad("Order", int(c.Order), "unknown order (want BreakerPerAttempt or BreakerPerCall)")
+	}
+	if c.Retry != nil {
+		rc := c.Retry
+		if rc.AttemptTimeout > 0 && c.Timeout != nil {
+			return bad("Retry.AttemptTimeout", rc.AttemptTimeout,
+				"the Timeout layer already bounds each attempt; set the per-attempt limit in Timeout only")
+		}
+		for _, probe := range rejectionProbes {
+			v := classify.Verdict{Class: classify.ClassRejected}
+			if rc.RetryIf != nil && probeRetryIf(rc.RetryIf, probe, v) {
+				return bad("Retry.RetryIf", "func", fmt.Sprintf(
+					"returns true for stormwatch's own rejection (%T): a pipeline never retries an open breaker or a full bulkhead; return v.Retryable for class %q",
+					probe, classify.ClassRejected))
+			}
+			if rc.Classify != nil && probeClassify(rc.Classify, probe).Retryable {
+				return bad("Retry.Classify", "func", fmt.Sprintf(
+					"calls stormwatch's own rejection (%T) retryable: a pipeline never retries an open breaker or a full bulkhead; classify it with classify.ClassifyError",
+					probe))
+			}
+		}
+		if _, err := retry.New(name, *rc); err != nil {
+			return layer("Retry", err)
+		}
+	}
+	if c.Breaker != nil {
+		if c.Breaker.Classify != nil && c.Bulkhead != nil &&
+			probeBreaker(c.Breaker.Classify, rejectionProbes[1]) == breaker.OutcomeFailure {
+			return bad("Breaker.Classify", "func",
+				"counts a bulkhead rejection (bulkhead.ErrFull) as a failure, so a saturated bulkhead would trip the breaker; return breaker.OutcomeIgnored for it (see instrument.BreakerOutcome)")
+		}
+		if _, err := breaker.New(name, *c.Breaker); err != nil {
+			return layer("Breaker", err)
+		}
+	}
+	if c.Bulkhead != nil {
+		if _, err := bulkhead.New(name, *c.Bulkhead); err != nil {
+			return layer("Bulkhead", err)
+		}
+	}
+	if c.Timeout != nil {
+		if _, err := timeout.New(name, *c.Timeout); err != nil {
+			return layer("Timeout", err)
+		}
+	}
+	if c.Fallback != nil {
+		if _, err := fallback.New(name, *c.Fallback); err != nil {
+			return layer("Fallback", err)
+		}
+	}
+	return nil
+}
+
+// The probes treat a hook that panics on a probe as one that does not retry it: validation
+// reports what a hook decides, not whether it copes with foreign errors.
+func probeRetryIf(f func(error, classify.Verdict) bool, err error, v classify.Verdict) (retries bool) {
+	defer func() { _ = recover() }()
+	return f(err, v)
+}
+
+func probeClassify(f func(error, bool) classify.Verdict, err error) (v classify.Verdict) {
+	defer func() { _ = recover() }()
+	return f(err, true)
+}
+
+func probeBreaker(f breaker.Classifier, err error) (o breaker.Outcome) {
+	defer func() { _ = recover() }()
+	return f(err)
+}
+
+// BreakerOutcome is the circuit breaker classifier of pipelines (and of package httpx): it
+// counts a call's error the way package classify sees it. Errors marked with breaker.Ignore or
+// classify.Business, stormwatch's own rejections and the caller's cancellation are ignored;
+// errors that report an HTTP status the classifier does not call a breaker failure (4xx, 501,
+// 505: the dependency answered) are successes; every other error (5xx, 408, 429, timeouts,
+// connection and TLS failures, plain errors) is a failure.
+func BreakerOutcome(err error) breaker.Outcome {
+	if err == nil {
+		return breaker.OutcomeSuccess
+	}
+	if breaker.IsIgnored(err) {
+		return breaker.OutcomeIgnored
+	}
+	v := classify.ClassifyError(err, true)
+	if v.BreakerFailure {
+		return breaker.OutcomeFailure
+	}
+	var se classify.StatusError
+	if v.Class != classify.ClassRejected && v.Class != classify.ClassCanceled &&
+		errors.As(err, &se) && se.HTTPStatus() >= 400 {
+		return breaker.OutcomeSuccess
+	}
+	return breaker.OutcomeIgnored
+}
+
+// Pipeline composes a retry, a circuit breaker, a bulkhead, a timeout and a fallback — each
+// optional — around calls to one dependency, in a fixed order (see [Order]):
+//
+//	Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call   (BreakerPerAttempt, default)
+//	Fallback → CircuitBreaker → Retry → Bulkhead → Timeout → call   (BreakerPerCall)
+//
+// Guarantees, whatever the configuration:
+//   - the retry never retries stormwatch's own rejections (an open breaker, a full bulkhead:
+//     class "rejected") nor the caller's cancellation;
+//   - a bulkhead permit is held only while an attempt runs, never during a backoff wait;
+//   - the total deadline — the context's, and the retry's MaxDuration — bounds every layer: the
+//     bulkhead stops waiting, the timeout's deadline is the earlier of its own and the caller's,
+//     the retry gives up when too little time is left;
+//   - the fallback, when the call supplies one, receives the call's context, the cause
+//     (circuit_open, bulkhead_full, timeout, retries_exhausted, error) and the error, and the
+//     result says whether the value came from it.
+//
+// Get one from [Registry.Pipeline]; its primitives are the registry's, by the pipeline's name,
+// so one dependency is one set of series. A Pipeline is safe for concurrent use; build it once
+// per dependency and keep it.
+type Pipeline struct {
+	name     string
+	order    Order
+	retry    *retry.Retry
+	breaker  *breaker.Breaker
+	bulkhead *bulkhead.Bulkhead
+	timeout  *timeout.Timeout
+	fallback *fallback.Fallback
+	overflow bool
+}
+
+// Pipeline returns a pipeline called name whose layers are the registry's primitives called
+// name, each created with its part of cfg on first use (get-or-create: a primitive that already
+// exists keeps its configuration). cfg is validated first (see [PipelineConfig.Validate]);
+// nothing is created when it is invalid. Past the cardinality guard, the pipeline's layers are
+// the shared [OverflowName] primitives (see [Pipeline.Overflowed]).
+func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) {
+	if err := cfg.validate(name); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{name: name, order: cfg.Order}
+	var err error
+	if cfg.Retry != nil {
+		rc := *cfg.Retry
+		if rc.MinAttemptTime == 0 && cfg.Timeout != nil {
+			rc.MinAttemptTime = cfg.Timeout.Timeout
+		}
+		if p.retry, err = r.Retry(name, rc); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.retry.Name() != name
+	}
+	if cfg.Breaker != nil {
+		bc := *cfg.Breaker
+		if bc.Classify == nil {
+			bc.Classify = BreakerOutcome
+		}
+		if p.breaker, err = r.Breaker(name, bc); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.breaker.Name() != name
+	}
+	if cfg.Bulkhead != nil {
+		if p.bulkhead, err = r.Bulkhead(name, *cfg.Bulkhead); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.bulkhead.Name() != name
+	}
+	if cfg.Timeout != nil {
+		if p.timeout, err = r.Timeout(name, *cfg.Timeout); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.timeout.Name() != name
+	}
+	if cfg.Fallback != nil {
+		if p.fallback, err = r.Fallback(name, *cfg.Fallback); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.fallback.Name() != name
+	}
+	return p, nil
+}
+
+// Name returns the pipeline's name, which is the name of each of its primitives unless the
+// cardinality guard refused it.
+func (p *Pipeline) Name() string { return p.name }
+
+// Order returns the breaker's place.
+func (p *Pipeline) Order() Order { return p.order }
+
+// Overflowed reports whether the registry's cardinality guard refused the pipeline's name for
+// at least one layer, which then is the shared [OverflowName] primitive.
+func (p *Pipeline) Overflowed() bool { return p.overflow }
+
+// Retry returns the retry layer, or nil.
+func (p *Pipeline) Retry() *retry.Retry { return p.retry }
+
+// Breaker returns the circuit breaker layer, or nil.
+func (p *Pipeline) Breaker() *breaker.Breaker { return p.breaker }
+
+// Bulkhead returns the bulkhead layer, or nil.
+func (p *Pipeline) Bulkhead() *bulkhead.Bulkhead { return p.bulkhead }
+
+// Timeout returns the timeout layer, or nil.
+func (p *Pipeline) Timeout() *timeout.Timeout { return p.timeout }
+
+// Fallback returns the fallback layer, or nil.
+func (p *Pipeline) Fallback() *fallback.Fallback { return p.fallback }
+
+// Hooks adapt a pipeline to calls whose attempts return values that need care (HTTP
+// responses). The zero Hooks treat a nil error as success.
+type Hooks[T any] struct {
+	// Endpoint names the operation in retry events and logs (see retry.Hooks); never a query
+	// string or credentials.
+	Endpoint string
+	// Check maps an attempt's value and error to the error every layer sees; nil means success.
+	// For HTTP, retry.HTTPResult.
+	Check func(v T, err error) error
+	// Discard releases the value of an attempt that is dropped: one the retry repeats, or the
+	// last one when the fallback replaces it. For HTTP, retry.DiscardResponse.
+	Discard func(v T)
+	// Retain lets an attempt's value outlive the attempt when a Timeout layer is present: the
+	// attempt's context stays alive, and release — to be called exactly once — ends it. Retain
+	// returns the value to use; for HTTP, a response whose body calls release when closed, so
+	// that the body can still be read under the attempt's deadline. Without Retain the attempt's
+	// context ends when the attempt returns.
+	Retain func(v T, release func()) T
+}
+
+// Do runs fn through the pipeline and returns its error, or the error with which a layer ended
+// the call. The fallback layer, if configured, is skipped: use [Pipeline.DoWithFallback].
+func (p *Pipeline) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	_, _, err := execute(ctx, p, errFunc(fn), Hooks[struct{}]{}, nil)
+	return err
+}
+
+// DoWithFallback is [Pipeline.Do] with a fallback: when the call fails for a cause the
+// pipeline's fallback answers, fb runs with the cause and the error, and fromFallback is true
+// (err is then fb's). Without a fallback layer fb never runs.
+func (p *Pipeline) DoWithFallback(ctx context.Context, fn func(ctx context.Context) error,
+	fb func(ctx context.Context, cause fallback.Cause, err error) error) (fromFallback bool, err error) {
+	var ff fallback.Func[struct{}]
+	if fb != nil {
+		ff = func(ctx context.Context, cause fallback.Cause, err error) (struct{}, error) {
+			return struct{}{}, fb(ctx, cause, err)
+		}
+	}
+	_, fromFallback, err = execute(ctx, p, errFunc(fn), Hooks[struct{}]{}, ff)
+	return fromFallback, err
+}
+
+// Execute runs fn through p and returns its value, or the error with which a layer ended the
+// call. The fallback layer, if configured, is skipped: use [ExecuteWithFallback].
+func Execute[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error)) (T, error) {
+	v, _, err := execute(ctx, p, valueFunc[T](fn), Hooks[T]{}, nil)
+	return v, err
+}
+
+// ExecuteWithFallback is [Execute] with a fallback: when the call fails for a cause the
+// pipeline's fallback answers, fb runs and its result is returned with fromFallback == true, so a
+// degraded value is never mistaken for real data.
+func ExecuteWithFallback[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error),
+	fb fallback.Func[T]) (v T, fromFallback bool, err error) {
+	return execute(ctx, p, valueFunc[T](fn), Hooks[T]{}, fb)
+}
+
+// ExecuteWith is the general form: [ExecuteWithFallback] with [Hooks]. fb may be nil. It returns
+// the last attempt's value even when the call failed (as retry.CallWith does), unless the
+// fallback replaced it.
+func ExecuteWith[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error), h Hooks[T],
+	fb fallback.Func[T]) (v T, fromFallback bool, err error) {
+	return execute(ctx, p, valueFunc[T](fn), h, fb)
+}
+
+// caller lets Do and Execute share the pipeline without wrapping one function in another (which
+// would cost an allocation per call).
+type caller[T any] interface {
+	call(ctx context.Context) (T, error)
+}
+
+type valueFunc[T any] func(context.Context) (T, error)
+
+func (f valueFunc[T]) call(ctx context.Context) (T, error) { return f(ctx) }
+
+type errFunc func(context.Context) error
+
+func (f errFunc) call(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) }
+
+func execute[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T], fb fallback.Func[T]) (v T, fromFallback bool, err error) {
+	v, err = run(ctx, p, f, h)
+	if err == nil || fb == nil || p.fallback == nil {
+		return v, false, err
+	}
+	cause, ok := p.fallback.Decide(ctx, err)
+	if !ok {
+		return v, false, err
+	}
+	if h.Discard != nil {
+		h.Discard(v)
+	}
+	v, err = fb(ctx, cause, err)
+	return v, true, err
+}
+
+// run applies every layer but the fallback.
+func run[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T]) (T, error) {
+	switch {
+	case p.retry == nil:
+		return attempt(ctx, p, f, h, true)
+	case p.order == BreakerPerCall && p.breaker != nil:
+		return breakerAroundRetry(ctx, p, f, h)
+	}
+	return retry.CallWith(ctx, p.retry, func(ctx context.Context) (T, error) {
+		return attempt(ctx, p, f, h, true)
+	}, retry.Hooks[T]{Endpoint: h.Endpoint, Discard: h.Discard})
+}
+
+// breakerAroundRetry is the BreakerPerCall order: one breaker permit for the whole logical call.
+func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T]) (v T, err error) {
+	permit, err := p.breaker.Acquire()
+	if err != nil {
+		return v, err
+	}
+	completed := false
+	defer func() {
+		if !completed { // a panic is propagating: return the permit without an outcome
+			permit.Done(context.Canceled)
+		}
+	}()
+	v, err = retry.CallWith(ctx, p.retry, func(ctx context.Context) (T, error) {
+		return attempt(ctx, p, f, h, false)
+	}, retry.Hooks[T]{Endpoint: h.Endpoint, Discard: h.Discard})
+	completed = true
+	permit.Done(err)
+	return v, err
+}
+
+// attempt runs one attempt through the breaker (when withBreaker), the bulkhead and the timeout.
+// It allocates nothing itself; the timeout layer's attempt context is one small allocation.
+func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T], withBreaker bool) (v T, err error) {
+	var (
+		permit    breaker.Permit // the zero Permit ignores Done
+		release   func()
+		ta        timeout.Attempt
+		timed     bool
+		completed bool
+	)
+	defer func() {
+		if completed {
+			return
+		}
+		// f or a hook panicked: give everything back; the panic propagates.
+		if timed {
+			ta.Abandon()
+		}
+		if release != nil {
+			release()
+		}
+		permit.Done(context.Canceled)
+	}()
+	if withBreaker && p.breaker != nil {
+		if permit, err = p.breaker.Acquire(); err != nil {
+			completed = true
+			return v, err
+		}
+	}
+	if p.bulkhead != nil {
+		r, berr := p.bulkhead.Acquire(ctx)
+		if berr != nil {
+			completed = true
+			permit.Done(berr) // the call never ran: ignored by the breaker (rejected or cancelled)
+			return v, berr
+		}
+		release = r
+	}
+	actx := ctx
+	if p.timeout != nil {
+		actx, ta = p.timeout.Start(ctx)
+		timed = true
+	}
+	v, err = f.call(actx)
+	if h.Check != nil {
+		err = h.Check(v, err)
+	}
+	if timed {
+		if h.Retain != nil {
+			err = ta.Record(err)
+			timed = false
+			v = h.Retain(v, ta.Release)
+		} else {
+			timed = false
+			err = ta.Finish(err)
+		}
+	}
+	completed = true
+	if release != nil {
+		release()
+	}
+	permit.Done(err)
+	return v, err
+}

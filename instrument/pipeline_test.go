@@ -1,0 +1,579 @@
+package instrument
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
+)
+
+// guard bounds every blocking wait of these tests.
+const guard = 10 * time.Second
+
+var errBoom = errors.New("boom")
+
+// tracedPipeline builds a pipeline with every layer on a fake clock (retry waits) and records,
+// in order, what each layer saw: the call itself (with the bulkhead's in-flight count and
+// whether the attempt had a deadline), the breaker's recorded outcomes, the retry's decisions
+// (with the bulkhead's in-flight count at that moment) and the fallback's invocations.
+type tracer struct {
+	mu       sync.Mutex
+	trace    []string
+	retrying chan events.Retry
+}
+
+func (tr *tracer) add(format string, args ...any) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.trace = append(tr.trace, fmt.Sprintf(format, args...))
+}
+
+func (tr *tracer) get() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]string(nil), tr.trace...)
+}
+
+func newTraced(t *testing.T, order Order, breakerCfg breaker.Config) (*Registry, *Pipeline, *clock.Fake, *tracer) {
+	t.Helper()
+	fake := clock.NewFake(time.Now())
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	rc := retry.DefaultConfig()
+	rc.Backoff = retry.Backoff{Strategy: retry.Constant, Base: 100 * time.Millisecond}
+	rc.Budget.Disabled = true
+	rc.Clock = fake
+	breakerCfg.Clock = fake
+	p, err := reg.Pipeline("payments", PipelineConfig{
+		Order:    order,
+		Retry:    &rc,
+		Breaker:  &breakerCfg,
+		Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+		Timeout:  &timeout.Config{Timeout: time.Minute},
+		Fallback: &fallback.Config{},
+	})
+	require.NoError(t, err)
+	tr := &tracer{retrying: make(chan events.Retry, 16)}
+	hub := reg.Events()
+	hub.Outcomes.Add(func(e events.CallOutcome) { tr.add("breaker:%s", e.Kind) })
+	hub.Rejections.Add(func(e events.Rejection) { tr.add("rejected:%s", e.Primitive) })
+	hub.Retries.Add(func(e events.Retry) {
+		tr.add("retry:%s inflight=%d", e.Outcome, p.Bulkhead().Stats().InFlight)
+		if e.Outcome == retry.OutcomeRetrying {
+			tr.retrying <- e
+		}
+	})
+	hub.Fallbacks.Add(func(e events.Fallback) { tr.add("fallback:%s", e.Cause) })
+	return reg, p, fake, tr
+}
+
+// driveRetries lets n retry waits pass: for each, it waits for the retry's decision, checks
+// that the backoff timer is the only pending timer and that no bulkhead permit is held while
+// it waits, and advances the fake clock by the delay.
+func driveRetries(t *testing.T, p *Pipeline, fake *clock.Fake, tr *tracer, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		var e events.Retry
+		select {
+		case e = <-tr.retrying:
+		case <-time.After(guard):
+			t.Fatalf("retry %d never happened; trace %v", i+1, tr.get())
+		}
+		require.True(t, fake.WaitForTimers(1, nil))
+		st := p.Bulkhead().Stats()
+		assert.Equal(t, 0, st.InFlight, "no bulkhead permit is held during the backoff wait")
+		assert.Equal(t, 0, st.Waiting)
+		tr.add("wait %s inflight=%d", e.Delay, st.InFlight)
+		fake.Advance(e.Delay)
+	}
+}
+
+func TestPipelineOrderTrace(t *testing.T) {
+	tests := []struct {
+		order Order
+		want  []string
+	}{
+		{BreakerPerAttempt, []string{
+			"call#1 inflight=1 deadline=true", "breaker:failed", "retry:retrying inflight=0", "wait 100ms inflight=0",
+			"call#2 inflight=1 deadline=true", "breaker:failed", "retry:retrying inflight=0", "wait 100ms inflight=0",
+			"call#3 inflight=1 deadline=true", "breaker:failed", "retry:gave_up inflight=0",
+			"fallback:retries_exhausted",
+		}},
+		{BreakerPerCall, []string{
+			"call#1 inflight=1 deadline=true", "retry:retrying inflight=0", "wait 100ms inflight=0",
+			"call#2 inflight=1 deadline=true", "retry:retrying inflight=0", "wait 100ms inflight=0",
+			"call#3 inflight=1 deadline=true", "retry:gave_up inflight=0",
+			"breaker:failed", // one outcome per logical call
+			"fallback:retries_exhausted",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.order.String(), func(t *testing.T) {
+			_, p, fake, tr := newTraced(t, tt.order, breaker.Config{WindowSize: 100})
+			calls := 0
+			type result struct {
+				v            string
+				fromFallback bool
+				err          error
+				cause        fallback.Cause
+				causeErr     error
+			}
+			done := make(chan result, 1)
+			go func() {
+				var r result
+				r.v, r.fromFallback, r.err = ExecuteWithFallback(context.Background(), p,
+					func(ctx context.Context) (string, error) {
+						calls++
+						_, hasDeadline := ctx.Deadline()
+						tr.add("call#%d inflight=%d deadline=%t", calls, p.Bulkhead().Stats().InFlight, hasDeadline)
+						return "", errBoom
+					},
+					func(_ context.Context, cause fallback.Cause, err error) (string, error) {
+						r.cause, r.causeErr = cause, err
+						return "degraded", nil
+					})
+				done <- r
+			}()
+			driveRetries(t, p, fake, tr, 2)
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(guard):
+				t.Fatal("the call never ended")
+			}
+			assert.Equal(t, tt.want, tr.get())
+			require.NoError(t, r.err)
+			assert.True(t, r.fromFallback)
+			assert.Equal(t, "degraded", r.v)
+			assert.Equal(t, fallback.CauseRetriesExhausted, r.cause, "the fallback receives the cause")
+			assert.ErrorIs(t, r.causeErr, errBoom, "and the error")
+			var rerr *retry.Error
+			require.ErrorAs(t, r.causeErr, &rerr)
+			assert.Len(t, rerr.Attempts(), 3)
+
+			// Every layer counted what it saw.
+			snap := p.Breaker().Snapshot()
+			wantBreakerCalls := uint64(3)
+			if tt.order == BreakerPerCall {
+				wantBreakerCalls = 1
+			}
+			assert.Equal(t, wantBreakerCalls, snap.Calls[breaker.Failed])
+			assert.Equal(t, uint64(3), p.Bulkhead().Stats().Permitted)
+			assert.Equal(t, timeout.Stats{Failed: 3}, p.Timeout().Stats())
+			assert.Equal(t, uint64(1), p.Fallback().Stats().ByCause(fallback.CauseRetriesExhausted))
+		})
+	}
+}
+
+func TestPipelineNeverRetriesTheBreakersRejection(t *testing.T) {
+	// The first attempt's failure trips the breaker; the retry's second attempt is refused by it
+	// and not retried again, although two more attempts were allowed.
+	_, p, fake, tr := newTraced(t, BreakerPerAttempt, breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1})
+	require.Equal(t, 3, p.Retry().Config().MaxAttempts)
+	calls := 0
+	done := make(chan error, 1)
+	go func() {
+		done <- p.Do(context.Background(), func(context.Context) error { calls++; return errBoom })
+	}()
+	driveRetries(t, p, fake, tr, 1)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(guard):
+		t.Fatal("the call never ended")
+	}
+	assert.Equal(t, 1, calls)
+	require.ErrorIs(t, err, breaker.ErrOpen)
+	var rerr *retry.Error
+	require.ErrorAs(t, err, &rerr)
+	assert.Len(t, rerr.Attempts(), 2, "the rejection ended the call: no third attempt")
+	assert.Equal(t, []string{
+		"breaker:failed", "retry:retrying inflight=0", "wait 100ms inflight=0",
+		"rejected:circuitbreaker", "retry:gave_up inflight=0",
+	}, tr.get())
+	assert.Equal(t, uint64(1), p.Breaker().Snapshot().NotPermitted)
+	assert.Equal(t, uint64(1), p.Bulkhead().Stats().Permitted, "the rejected attempt never took a permit")
+
+	// Now open: a new call is refused at once, returned unchanged, and the fallback gets
+	// circuit_open.
+	fromFallback, err := p.DoWithFallback(context.Background(),
+		func(context.Context) error { calls++; return nil },
+		func(_ context.Context, cause fallback.Cause, err error) error {
+			assert.Equal(t, fallback.CauseCircuitOpen, cause)
+			assert.ErrorIs(t, err, breaker.ErrOpen)
+			return nil
+		})
+	require.NoError(t, err)
+	assert.True(t, fromFallback)
+	assert.Equal(t, 1, calls)
+}
+
+func TestPipelineNeverRetriesTheBulkheadsRejection(t *testing.T) {
+	_, p, _, tr := newTraced(t, BreakerPerAttempt, breaker.Config{})
+	release, err := p.Bulkhead().Acquire(context.Background()) // every permit taken
+	require.NoError(t, err)
+	defer release()
+	calls := 0
+	var gotCause fallback.Cause
+	fromFallback, err := p.DoWithFallback(context.Background(),
+		func(context.Context) error { calls++; return nil },
+		func(_ context.Context, cause fallback.Cause, err error) error {
+			gotCause = cause
+			return err
+		})
+	assert.True(t, fromFallback)
+	require.ErrorIs(t, err, bulkhead.ErrFull)
+	assert.Equal(t, fallback.CauseBulkheadFull, gotCause)
+	assert.Zero(t, calls)
+	assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "no retry of a full bulkhead")
+	snap := p.Breaker().Snapshot()
+	assert.Equal(t, uint64(1), snap.Calls[breaker.Ignored], "a full bulkhead is not a breaker failure")
+	assert.Equal(t, uint64(0), snap.Calls[breaker.Failed])
+	assert.Equal(t, []string{"rejected:bulkhead", "breaker:ignored", "fallback:bulkhead_full"}, tr.get())
+}
+
+func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
+	t.Run("retry MaxDuration on the fake clock", func(t *testing.T) {
+		fake := clock.NewFake(time.Now())
+		reg, err := NewRegistry()
+		require.NoError(t, err)
+		rc := retry.Config{
+			MaxAttempts: 10,
+			MaxDuration: time.Second,
+			Backoff:     retry.Backoff{Strategy: retry.Constant, Base: 300 * time.Millisecond},
+			Budget:      retry.BudgetConfig{Disabled: true},
+			Clock:       fake,
+		}
+		p, err := reg.Pipeline("inventory", PipelineConfig{
+			Retry:   &rc,
+			Timeout: &timeout.Config{Timeout: 200 * time.Millisecond}, // also the least useful attempt time
+		})
+		require.NoError(t, err)
+		start := fake.Now()
+		var at []time.Duration
+		var err2 error
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			err2 = p.Do(context.Background(), func(ctx context.Context) error {
+				at = append(at, fake.Now().Sub(start))
+				return errBoom
+			})
+		}()
+		for fake.WaitForTimers(1, finished) {
+			fake.Advance(300 * time.Millisecond)
+		}
+		<-finished
+		// Attempts at 0, 300 and 600 ms; at 600 ms only 400 ms remain, less than the next delay
+		// plus a useful attempt (300 + 200), so the retry gives up within the second.
+		assert.Equal(t, []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond}, at)
+		var rerr *retry.Error
+		require.ErrorAs(t, err2, &rerr)
+		assert.Equal(t, retry.OutcomeGaveUp, rerr.Outcome())
+	})
+
+	t.Run("the caller's deadline on the wall clock", func(t *testing.T) {
+		reg, err := NewRegistry()
+		require.NoError(t, err)
+		rc := retry.Config{MaxAttempts: 100, Backoff: retry.Backoff{Strategy: retry.None},
+			Budget: retry.BudgetConfig{Disabled: true}, Idempotent: true}
+		p, err := reg.Pipeline("search", PipelineConfig{
+			Retry:    &rc,
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+			Timeout:  &timeout.Config{Timeout: time.Hour},
+		})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		callerDeadline, _ := ctx.Deadline()
+		start := time.Now()
+		err = p.Do(ctx, func(actx context.Context) error {
+			d, ok := actx.Deadline()
+			assert.True(t, ok)
+			assert.False(t, d.After(callerDeadline), "the attempt's deadline never exceeds the caller's")
+			<-actx.Done() // a hung dependency
+			return actx.Err()
+		})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, timeout.ErrTimedOut, "the caller's deadline, not the attempt's")
+		assert.Less(t, time.Since(start), guard)
+		assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "no retry after the caller's deadline")
+		assert.Equal(t, 0, p.Bulkhead().Stats().InFlight)
+	})
+}
+
+func TestPipelineTimeoutIsRetriedWhenIdempotent(t *testing.T) {
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	for _, idempotent := range []bool{false, true} {
+		name := fmt.Sprintf("idempotent-%t", idempotent)
+		rc := retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{Strategy: retry.None},
+			Budget: retry.BudgetConfig{Disabled: true}, Idempotent: idempotent}
+		p, err := reg.Pipeline(name, PipelineConfig{Retry: &rc, Timeout: &timeout.Config{Timeout: time.Millisecond}})
+		require.NoError(t, err)
+		calls := 0
+		err = p.Do(context.Background(), func(ctx context.Context) error {
+			calls++
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		require.ErrorIs(t, err, timeout.ErrTimedOut, name)
+		if idempotent {
+			assert.Equal(t, 2, calls, name)
+		} else {
+			assert.Equal(t, 1, calls, "a timeout after the call may have run is not retried: %s", name)
+		}
+		assert.Equal(t, uint64(calls), p.Timeout().Stats().TimedOut)
+	}
+}
+
+func TestPipelineValidation(t *testing.T) {
+	rc := func(f func(*retry.Config)) *retry.Config {
+		c := retry.DefaultConfig()
+		f(&c)
+		return &c
+	}
+	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
+	tests := []struct {
+		name string
+		cfg  PipelineConfig
+		want string
+	}{
+		{"order", PipelineConfig{Order: 7}, `instrument: pipeline "p": Order = 7: unknown order`},
+		{"attempt timeout twice", PipelineConfig{
+			Retry:   rc(func(c *retry.Config) { c.AttemptTimeout = time.Second }),
+			Timeout: &timeout.Config{Timeout: time.Second},
+		}, `instrument: pipeline "p": Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt`},
+		{"RetryIf retries rejections", PipelineConfig{
+			Retry: rc(func(c *retry.Config) { c.RetryIf = func(error, classify.Verdict) bool { return true } }),
+		}, `instrument: pipeline "p": Retry.RetryIf = func: returns true for stormwatch's own rejection (*breaker.OpenError)`},
+		{"RetryIf retries the bulkhead's rejection", PipelineConfig{
+			Retry: rc(func(c *retry.Config) {
+				c.RetryIf = func(err error, v classify.Verdict) bool { return errors.Is(err, bulkhead.ErrFull) || v.Retryable }
+			}),
+		}, `Retry.RetryIf = func: returns true for stormwatch's own rejection (*bulkhead.FullError)`},
+		{"Classify calls rejections retryable", PipelineConfig{
+			Retry: rc(func(c *retry.Config) {
+				c.Classify = func(error, bool) classify.Verdict {
+					return classify.Verdict{Retryable: true, BreakerFailure: true, Class: classify.ClassError}
+				}
+			}),
+		}, `Retry.Classify = func: calls stormwatch's own rejection (*breaker.OpenError) retryable`},
+		{"breaker counts a full bulkhead", PipelineConfig{
+			Breaker:  &breaker.Config{Classify: failAll},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+		}, `instrument: pipeline "p": Breaker.Classify = func: counts a bulkhead rejection (bulkhead.ErrFull) as a failure`},
+		{"retry layer", PipelineConfig{Retry: &retry.Config{}}, `instrument: pipeline "p": Retry: retry "p": MaxAttempts = 0`},
+		{"breaker layer", PipelineConfig{Breaker: &breaker.Config{WindowSize: -1}}, `instrument: pipeline "p": Breaker: breaker "p": WindowSize = -1`},
+		{"bulkhead layer", PipelineConfig{Bulkhead: &bulkhead.Config{}}, `instrument: pipeline "p": Bulkhead: bulkhead "p": MaxConcurrent = 0`},
+		{"timeout layer", PipelineConfig{Timeout: &timeout.Config{}}, `instrument: pipeline "p": Timeout: timeout "p": Timeout = 0s`},
+		{"fallback layer", PipelineConfig{Fallback: &fallback.Config{On: []fallback.Cause{}}}, `instrument: pipeline "p": Fallback: fallback "p": On = []`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg, err := NewRegistry()
+			require.NoError(t, err)
+			_, err = reg.Pipeline("p", tt.cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Empty(t, reg.Retries(), "nothing is created from an invalid configuration")
+			assert.Empty(t, reg.Breakers())
+			assert.Empty(t, reg.Bulkheads())
+		})
+	}
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	_, err = reg.Pipeline("", PipelineConfig{})
+	require.ErrorContains(t, err, "name must not be empty")
+
+	// Allowed: a RetryIf that keeps the default for rejections, and a breaker classifier that
+	// ignores them.
+	ok := PipelineConfig{
+		Retry:    rc(func(c *retry.Config) { c.RetryIf = func(_ error, v classify.Verdict) bool { return v.Retryable } }),
+		Breaker:  &breaker.Config{Classify: BreakerOutcome},
+		Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+	}
+	require.NoError(t, ok.Validate())
+}
+
+func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
+	reg, err := NewRegistry(WithMaxNames(1))
+	require.NoError(t, err)
+	rc := retry.DefaultConfig()
+	cfg := PipelineConfig{Retry: &rc, Breaker: &breaker.Config{}, Bulkhead: &bulkhead.Config{MaxConcurrent: 2},
+		Timeout: &timeout.Config{Timeout: time.Second}, Fallback: &fallback.Config{}}
+	a, err := reg.Pipeline("payments", cfg)
+	require.NoError(t, err)
+	b, err := reg.Pipeline("payments", cfg)
+	require.NoError(t, err)
+	assert.Same(t, a.Retry(), b.Retry(), "one dependency, one set of primitives")
+	assert.Same(t, a.Breaker(), b.Breaker())
+	assert.Same(t, a.Bulkhead(), b.Bulkhead())
+	assert.Same(t, a.Timeout(), b.Timeout())
+	assert.Same(t, a.Fallback(), b.Fallback())
+	assert.Same(t, a.Breaker(), reg.Breakers()[0].Value)
+	assert.Equal(t, 5*time.Second/5, reg.Retries()[0].Value.Config().MinAttemptTime, "MinAttemptTime defaults to the timeout")
+	assert.False(t, a.Overflowed())
+
+	c, err := reg.Pipeline("orders", cfg)
+	require.NoError(t, err)
+	assert.True(t, c.Overflowed())
+	assert.Equal(t, OverflowName, c.Breaker().Name())
+	assert.Equal(t, uint64(1), reg.Overflowed(KindBreaker))
+	assert.Equal(t, uint64(1), reg.Overflowed(KindRetry))
+
+	none, err := reg.Pipeline("plain", PipelineConfig{})
+	require.NoError(t, err)
+	assert.Nil(t, none.Retry())
+	v, err := Execute(context.Background(), none, func(context.Context) (int, error) { return 7, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 7, v)
+}
+
+func TestBreakerOutcome(t *testing.T) {
+	status := func(code int) error { return &retry.HTTPError{StatusCode: code, Idempotent: true} }
+	tests := []struct {
+		name string
+		err  error
+		want breaker.Outcome
+	}{
+		{"nil", nil, breaker.OutcomeSuccess},
+		{"404: the dependency answered", status(http.StatusNotFound), breaker.OutcomeSuccess},
+		{"401", status(http.StatusUnauthorized), breaker.OutcomeSuccess},
+		{"501", status(http.StatusNotImplemented), breaker.OutcomeSuccess},
+		{"503", status(http.StatusServiceUnavailable), breaker.OutcomeFailure},
+		{"429", status(http.StatusTooManyRequests), breaker.OutcomeFailure},
+		{"plain error", errBoom, breaker.OutcomeFailure},
+		{"deadline", context.DeadlineExceeded, breaker.OutcomeFailure},
+		{"attempt timed out", &timeout.TimedOutError{Name: "x", Err: context.DeadlineExceeded}, breaker.OutcomeFailure},
+		{"cancelled", fmt.Errorf("call: %w", context.Canceled), breaker.OutcomeIgnored},
+		{"breaker open", &breaker.OpenError{Name: "x"}, breaker.OutcomeIgnored},
+		{"bulkhead full", &bulkhead.FullError{Name: "x"}, breaker.OutcomeIgnored},
+		{"business", classify.Business(errBoom), breaker.OutcomeIgnored},
+		{"breaker.Ignore", breaker.Ignore(errBoom), breaker.OutcomeIgnored},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, BreakerOutcome(tt.err), tt.name)
+	}
+}
+
+func TestPipelineFourXXNeverTripsTheBreaker(t *testing.T) {
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	p, err := reg.Pipeline("api", PipelineConfig{Breaker: &breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 2}})
+	require.NoError(t, err)
+	for range 10 {
+		err := p.Do(context.Background(), func(context.Context) error { return &retry.HTTPError{StatusCode: 404} })
+		require.Error(t, err)
+	}
+	assert.Equal(t, breaker.Closed, p.Breaker().State())
+	assert.Equal(t, uint64(10), p.Breaker().Snapshot().Calls[breaker.Successful])
+}
+
+func TestPipelinePanicReturnsEveryPermit(t *testing.T) {
+	for _, order := range []Order{BreakerPerAttempt, BreakerPerCall} {
+		t.Run(order.String(), func(t *testing.T) {
+			reg, err := NewRegistry()
+			require.NoError(t, err)
+			rc := retry.DefaultConfig()
+			p, err := reg.Pipeline("api", PipelineConfig{Order: order, Retry: &rc, Breaker: &breaker.Config{},
+				Bulkhead: &bulkhead.Config{MaxConcurrent: 1}, Timeout: &timeout.Config{Timeout: time.Second}})
+			require.NoError(t, err)
+			assert.PanicsWithValue(t, "boom", func() {
+				_ = p.Do(context.Background(), func(context.Context) error { panic("boom") })
+			})
+			assert.Equal(t, 0, p.Bulkhead().Stats().InFlight)
+			assert.Equal(t, timeout.Stats{Failed: 1}, p.Timeout().Stats())
+			assert.Equal(t, uint64(1), p.Breaker().Snapshot().Calls[breaker.Ignored])
+			require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }), "the permit is back")
+		})
+	}
+}
+
+func TestPipelineHooks(t *testing.T) {
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	rc := retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Strategy: retry.None}, Budget: retry.BudgetConfig{Disabled: true}}
+	p, err := reg.Pipeline("api", PipelineConfig{Retry: &rc, Breaker: &breaker.Config{},
+		Timeout: &timeout.Config{Timeout: time.Hour}, Fallback: &fallback.Config{}})
+	require.NoError(t, err)
+
+	type value struct {
+		n   int
+		ctx context.Context
+	}
+	var discarded []int
+	var released []int
+	n := 0
+	h := Hooks[*value]{
+		Endpoint: "GET api/v1",
+		Check: func(v *value, err error) error {
+			if err == nil && v.n < 3 {
+				return errors.New("not yet") // e.g. a 503 response
+			}
+			return err
+		},
+		Discard: func(v *value) { discarded = append(discarded, v.n) },
+		Retain: func(v *value, release func()) *value {
+			k := v.n
+			v.ctx = context.WithValue(v.ctx, "release", func() { released = append(released, k); release() })
+			return v
+		},
+	}
+	v, fromFallback, err := ExecuteWith(context.Background(), p, func(ctx context.Context) (*value, error) {
+		n++
+		return &value{n: n, ctx: ctx}, nil
+	}, h, nil)
+	require.NoError(t, err)
+	assert.False(t, fromFallback)
+	assert.Equal(t, 3, v.n)
+	assert.Equal(t, []int{1, 2}, discarded, "the values of repeated attempts are discarded")
+	assert.NoError(t, v.ctx.Err(), "the retained value's attempt context stays alive")
+	v.ctx.Value("release").(func())()
+	assert.Equal(t, context.Canceled, v.ctx.Err())
+	assert.Equal(t, uint64(2), p.Breaker().Snapshot().Calls[breaker.Failed], "the breaker sees Check's verdict")
+
+	// When the fallback replaces the last value, that value is discarded too.
+	discarded = nil
+	n = -10
+	v, fromFallback, err = ExecuteWith(context.Background(), p, func(ctx context.Context) (*value, error) {
+		n++
+		return &value{n: n, ctx: ctx}, nil
+	}, h, func(context.Context, fallback.Cause, error) (*value, error) { return &value{n: 99}, nil })
+	require.NoError(t, err)
+	assert.True(t, fromFallback)
+	assert.Equal(t, 99, v.n)
+	assert.Equal(t, []int{-9, -8, -7}, discarded)
+}
+
+func TestPipelineSuccessPathAllocations(t *testing.T) {
+	reg, err := NewRegistry()
+	require.NoError(t, err)
+	rc := retry.DefaultConfig()
+	p, err := reg.Pipeline("hot", PipelineConfig{Retry: &rc, Breaker: &breaker.Config{},
+		Bulkhead: &bulkhead.Config{MaxConcurrent: 1 << 20}, Timeout: &timeout.Config{Timeout: time.Second},
+		Fallback: &fallback.Config{}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	vfn := func(context.Context) (int, error) { return 1, nil }
+	fb := fallback.Value(0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, fn) }), 1.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _ = Execute(ctx, p, vfn) }), 1.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _, _ = ExecuteWithFallback(ctx, p, vfn, fb) }), 1.0)
+}

@@ -81,7 +81,12 @@ type PipelineConfig struct {
 // layer's own configuration, the order, and the combinations a pipeline refuses because they
 // would retry stormwatch's own rejections or let a full bulkhead trip the breaker. The error
 // names the field and its value.
-func (c PipelineConfig) Validate() error { return c.validate("pipeline") }
+func (c PipelineConfig) Validate() error {
+	if err := c.validate("pipeline"); err != nil {
+		return err
+	}
+	return c.validateLayers("pipeline")
+}
 
 // rejectionProbes are the errors with which stormwatch refuses calls; validation asks the
 // user's hooks what they would do with them.
@@ -93,9 +98,6 @@ var rejectionProbes = []error{
 func (c PipelineConfig) validate(name string) error {
 	bad := func(field string, value any, reason string) error {
 		return fmt.Errorf("instrument: pipeline %q: %s = %v: %s", name, field, value, reason)
-	}
-	layer := func(field string, err error) error {
-		return fmt.Errorf("instrument: pipeline %q: %s: %w", name, field, err)
 	}
 	if name == "" {
 		return errors.New("instrument: pipeline name must not be empty")
@@ -124,16 +126,27 @@ func (c PipelineConfig) validate(name string) error {
 					probe))
 			}
 		}
-		if _, err := retry.New(name, *rc); err != nil {
+	}
+	if c.Breaker != nil && c.Breaker.Classify != nil && c.Bulkhead != nil &&
+		probeBreaker(c.Breaker.Classify, rejectionProbes[1]) == breaker.OutcomeFailure {
+		return bad("Breaker.Classify", "func",
+			"counts a bulkhead rejection (bulkhead.ErrFull) as a failure, so a saturated bulkhead would trip the breaker; return breaker.OutcomeIgnored for it (see instrument.BreakerOutcome)")
+	}
+	return nil
+}
+
+// validateLayers validates each layer's own configuration by building (and dropping) the
+// primitive, so that an invalid layer is refused before any layer is registered.
+func (c PipelineConfig) validateLayers(name string) error {
+	layer := func(field string, err error) error {
+		return fmt.Errorf("instrument: pipeline %q: %s: %w", name, field, err)
+	}
+	if c.Retry != nil {
+		if _, err := retry.New(name, *c.Retry); err != nil {
 			return layer("Retry", err)
 		}
 	}
 	if c.Breaker != nil {
-		if c.Breaker.Classify != nil && c.Bulkhead != nil &&
-			probeBreaker(c.Breaker.Classify, rejectionProbes[1]) == breaker.OutcomeFailure {
-			return bad("Breaker.Classify", "func",
-				"counts a bulkhead rejection (bulkhead.ErrFull) as a failure, so a saturated bulkhead would trip the breaker; return breaker.OutcomeIgnored for it (see instrument.BreakerOutcome)")
-		}
 		if _, err := breaker.New(name, *c.Breaker); err != nil {
 			return layer("Breaker", err)
 		}
@@ -238,6 +251,11 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 	if err := cfg.validate(name); err != nil {
 		return nil, err
 	}
+	if cfg.createsAny(r, name) {
+		if err := cfg.validateLayers(name); err != nil {
+			return nil, err
+		}
+	}
 	p := &Pipeline{name: name, order: cfg.Order}
 	var err error
 	if cfg.Retry != nil {
@@ -279,6 +297,31 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 		p.overflow = p.overflow || p.fallback.Name() != name
 	}
 	return p, nil
+}
+
+// createsAny reports whether getting the pipeline's layers would create a primitive. When none
+// would (the names exist, or the guard maps them to an existing overflow instance), the layer
+// configurations are ignored and need no validation — which keeps the overflow path cheap.
+func (c PipelineConfig) createsAny(r *Registry, name string) bool {
+	return (c.Retry != nil && wouldCreate(familyOf[*retry.Retry](r, KindRetry), name)) ||
+		(c.Breaker != nil && wouldCreate(familyOf[*breaker.Breaker](r, KindBreaker), name)) ||
+		(c.Bulkhead != nil && wouldCreate(familyOf[*bulkhead.Bulkhead](r, KindBulkhead), name)) ||
+		(c.Timeout != nil && wouldCreate(familyOf[*timeout.Timeout](r, KindTimeout), name)) ||
+		(c.Fallback != nil && wouldCreate(familyOf[*fallback.Fallback](r, KindFallback), name))
+}
+
+// wouldCreate reports whether f.get(name, …) would call its create function.
+func wouldCreate[T any](f *family[T], name string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if _, ok := f.byName[name]; ok {
+		return false
+	}
+	if f.named >= f.limit || name == OverflowName {
+		_, ok := f.byName[OverflowName]
+		return !ok
+	}
+	return true
 }
 
 // Name returns the pipeline's name, which is the name of each of its primitives unless the

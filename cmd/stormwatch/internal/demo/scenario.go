@@ -88,20 +88,20 @@ func Scenarios() map[string]Scenario {
 		},
 		ScenarioSlow: {
 			Name:    ScenarioSlow,
-			Summary: "payments answers in 1.2–1.8s for 60s: the calls succeed but are slow, and the breaker trips on the slow-call rate",
+			Summary: "payments answers in 1.1–1.5s for 60s: the calls succeed but are slow, and the breaker trips on the slow-call rate",
 			Phases: []Phase{healthy, {
 				At:     faultStart,
 				Name:   "payments slow",
-				Faults: map[string]Fault{Payments: {Latency: 1200 * time.Millisecond, Jitter: 600 * time.Millisecond}},
+				Faults: map[string]Fault{Payments: {Latency: 1100 * time.Millisecond, Jitter: 400 * time.Millisecond}},
 			}, recovered},
 		},
 		ScenarioRateLimited: {
 			Name:    ScenarioRateLimited,
-			Summary: "inventory answers half its requests 429 with Retry-After: 1 for 60s: the retries wait as told (delay source retry_after)",
+			Summary: "inventory answers 30% of its requests 429 with Retry-After: 1 for 60s: the retries wait as told (delay source retry_after)",
 			Phases: []Phase{healthy, {
 				At:     faultStart,
 				Name:   "inventory rate-limited",
-				Faults: map[string]Fault{Inventory: {RateLimitRate: 0.5, RetryAfter: time.Second, Latency: 10 * time.Millisecond}},
+				Faults: map[string]Fault{Inventory: {RateLimitRate: 0.3, RetryAfter: time.Second, Latency: 10 * time.Millisecond}},
 			}, recovered},
 		},
 		ScenarioFlapping: {

@@ -94,9 +94,9 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // depCounts are the counters of one dependency the status line shows, read from its primitives.
 type depCounts struct {
-	state                        string
-	calls, retries               uint64
-	notPermitted, bulkheadFull   uint64
+	state                         string
+	calls, retries                uint64
+	notPermitted, bulkheadFull    uint64
 	fallbacks, timedOut, inFlight uint64
 }
 

@@ -44,6 +44,11 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stormwatch demo: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
+	// Zero means "default" in demo.Config; on the command line it is a mistake.
+	if cfg.Speed <= 0 || cfg.Rate <= 0 {
+		fmt.Fprintf(stderr, "stormwatch demo: --speed %v, --rps %v: both must be > 0\n", cfg.Speed, cfg.Rate)
+		return exitUsage
+	}
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.TTY = isTerminal(stdout)
 	cfg.StderrTTY = cfg.TTY && isTerminal(stderr)

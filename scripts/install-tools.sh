@@ -4,8 +4,8 @@
 # from ./bin or from a per-user cache when already built.
 #
 # Both are built in one `go install` (one build graph, shared compilation) with the
-# remove_all_sd tag: stormwatch's checks use only static scrape configs, and dropping the cloud
-# service discoveries (AWS, Azure, GCE, Kubernetes, …) roughly halves a cold build.
+# remove_all_sd tag: stormwatch's checks use only static scrape configs, and dropping the
+# service-discovery plugins trims the build graph by about a sixth (1,527 → 1,284 packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROM_VERSION=v0.316.0        # Go module version of Prometheus 3.16.0

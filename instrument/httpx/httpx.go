@@ -1,0 +1,562 @@
+// Package httpx applies stormwatch's pipeline to outbound HTTP: an [http.RoundTripper] that
+// sends every request through the retry, circuit breaker, bulkhead, timeout and fallback of its
+// dependency (SPEC §6), and a server-side middleware that tells upstream callers not to retry
+// when this service has already retried (the do-not-retry signal, RT-23).
+//
+//	reg, _ := instrument.NewRegistry()
+//	tr, err := httpx.NewTransport(http.DefaultTransport, httpx.WithRegistry(reg),
+//		httpx.WithPipeline(instrument.PipelineConfig{
+//			Retry:   &retryCfg,
+//			Breaker: &breaker.Config{},
+//			Timeout: &timeout.Config{Timeout: 2 * time.Second},
+//		}))
+//	client := &http.Client{Transport: tr}
+//
+// # Per dependency
+//
+// Requests are keyed by a function of the request — by default its host (host:port, lower
+// case) — and each key is one [instrument.Pipeline] from the registry, so every host is one set
+// of series with its own breaker, bulkhead and retry budget. The registry's cardinality guard
+// bounds the keys: past it, new keys share the [instrument.OverflowName] primitives and the
+// overflow is counted. Keys never include userinfo or query strings.
+//
+// # What the transport does for each request
+//
+//   - Classification is package classify's: 5xx, 408, 429, timeouts and connection failures are
+//     failures; 4xx are not, and never trip a breaker. A failed response is still returned as a
+//     response (with a nil error) once the pipeline is done with it.
+//   - Non-idempotent requests (POST, PATCH without an Idempotency-Key header) are retried only
+//     when the request certainly never left (connection refused, DNS failure, dial error).
+//     [WithIdempotencyKeys] adds a key to such requests — the same key on every attempt — which
+//     makes them retryable.
+//   - Request bodies are rewound for each attempt with Request.GetBody; a request whose body
+//     cannot be rewound is not retried.
+//   - The responses of discarded attempts are drained (up to 64 KiB) and closed. The returned
+//     response's body stays readable under the attempt's deadline until it is closed.
+//   - Retry-After on 429 and 503 sets the delay; a response with "Retry-Disabled: true" is not
+//     retried.
+//   - X-Request-Timeout-Ms carries the time left before the attempt's deadline; a request whose
+//     deadline has passed is not sent ([ErrDeadlineExpired]).
+//   - Retry log events go to the registry's hub (attach package retrylog to it); the endpoint is
+//     the method, host and path — never the query string or userinfo.
+package httpx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+)
+
+// Header names used by the transport.
+const (
+	// TimeoutHeader carries the milliseconds left before the attempt's deadline (TO-10).
+	TimeoutHeader = "X-Request-Timeout-Ms"
+	// IdempotencyKeyHeader makes a POST or PATCH idempotent, and so retryable (IK-03).
+	IdempotencyKeyHeader = "Idempotency-Key"
+	// FallbackHeader marks a response produced by the fallback function; its value is the cause.
+	FallbackHeader = "X-Stormwatch-Fallback"
+	// RetryDisabledHeader is the do-not-retry signal (RT-23): a response carrying
+	// "Retry-Disabled: true" is not retried, and [Middleware] sets it.
+	RetryDisabledHeader = retry.DoNotRetryHeader
+)
+
+// ErrDeadlineExpired is returned (wrapped; it also matches context.DeadlineExceeded) when a
+// request's deadline has passed before it could be sent.
+var ErrDeadlineExpired = errors.New("httpx: deadline expired before the request was sent")
+
+type expiredError struct{ endpoint string }
+
+func (e *expiredError) Error() string {
+	return ErrDeadlineExpired.Error() + ": " + e.endpoint
+}
+func (e *expiredError) Is(target error) bool {
+	return target == ErrDeadlineExpired || target == context.DeadlineExceeded
+}
+func (e *expiredError) Timeout() bool { return true }
+
+// DefaultPipeline is the pipeline configuration of a Transport without [WithPipeline]: the
+// default retry (3 attempts, full-jitter backoff, Retry-After, budget) and the default circuit
+// breaker (count window of 100, 20 calls minimum, 50% failures, 30 s open). It has no timeout:
+// set one — every remote call needs a timeout (TO-01).
+func DefaultPipeline() instrument.PipelineConfig {
+	rc := retry.DefaultConfig()
+	return instrument.PipelineConfig{Retry: &rc, Breaker: &breaker.Config{}}
+}
+
+// Option configures a [Transport].
+type Option func(*Transport) error
+
+// WithRegistry sets the registry the transport takes its primitives from (default: a registry
+// of its own, see [Transport.Registry]).
+func WithRegistry(reg *instrument.Registry) Option {
+	return func(t *Transport) error {
+		if reg == nil {
+			return errors.New("httpx: WithRegistry(nil): registry must not be nil")
+		}
+		t.reg = reg
+		return nil
+	}
+}
+
+// WithPipeline sets the configuration of every key's pipeline (default [DefaultPipeline]). The
+// retry's AttemptTimeout and MaxDuration must be zero: use the Timeout layer for a per-attempt
+// limit and the request's context (or http.Client.Timeout) for the total deadline, both of
+// which keep the returned body readable.
+func WithPipeline(cfg instrument.PipelineConfig) Option {
+	return func(t *Transport) error {
+		t.cfg = cfg
+		return nil
+	}
+}
+
+// WithKey sets the function that names a request's dependency (default: the host). The name is
+// the primitives' `name` label: keep it low-cardinality and free of secrets.
+func WithKey(key func(*http.Request) string) Option {
+	return func(t *Transport) error {
+		if key == nil {
+			return errors.New("httpx: WithKey(nil): key function must not be nil")
+		}
+		t.key = key
+		return nil
+	}
+}
+
+// WithEndpoint sets the function that names a request in retry events and logs (default:
+// method, host and path). Its result is sanitised: query strings, fragments and userinfo are
+// removed.
+func WithEndpoint(endpoint func(*http.Request) string) Option {
+	return func(t *Transport) error {
+		if endpoint == nil {
+			return errors.New("httpx: WithEndpoint(nil): endpoint function must not be nil")
+		}
+		t.endpoint = func(r *http.Request) string { return retry.SanitizeEndpoint(endpoint(r)) }
+		return nil
+	}
+}
+
+// WithIdempotencyKeys adds an Idempotency-Key header to POST and PATCH requests that have none,
+// generated by gen (nil: a random UUID) once per request and sent on every attempt, so that they
+// can be retried safely (the server must honour the key: it returns the first result for a
+// repeated key).
+func WithIdempotencyKeys(gen func() string) Option {
+	return func(t *Transport) error {
+		if gen == nil {
+			gen = retry.NewCorrelationID
+		}
+		t.genKey = gen
+		return nil
+	}
+}
+
+// WithTimeoutHeader sets the header that carries the time left before the attempt's deadline
+// (default [TimeoutHeader]); "" stops sending it. A request whose deadline has passed is never
+// sent, whatever the header.
+func WithTimeoutHeader(name string) Option {
+	return func(t *Transport) error {
+		if name != "" && !validHeaderName(name) {
+			return fmt.Errorf("httpx: WithTimeoutHeader(%q): not a valid header name", name)
+		}
+		t.timeoutHeader = http.CanonicalHeaderKey(name)
+		return nil
+	}
+}
+
+// WithRetryDisabledHeader sets the response header of the do-not-retry signal (default
+// [RetryDisabledHeader]). Use the same name as the servers' [MiddlewareWithHeader].
+func WithRetryDisabledHeader(name string) Option {
+	return func(t *Transport) error {
+		if !validHeaderName(name) {
+			return fmt.Errorf("httpx: WithRetryDisabledHeader(%q): not a valid header name", name)
+		}
+		t.rdHeader = http.CanonicalHeaderKey(name)
+		return nil
+	}
+}
+
+// FallbackFunc answers a request that failed for a cause the pipeline's fallback handles (see
+// [WithFallback]).
+type FallbackFunc func(req *http.Request, cause fallback.Cause, err error) (*http.Response, error)
+
+// WithFallback answers failed requests with fb's response — degraded data, a cached copy — when
+// the failure's cause is one the pipeline's fallback handles (all causes unless
+// PipelineConfig.Fallback says otherwise). The response carries [FallbackHeader] with the cause;
+// [FromFallback] reads it.
+func WithFallback(fb FallbackFunc) Option {
+	return func(t *Transport) error {
+		if fb == nil {
+			return errors.New("httpx: WithFallback(nil): fallback function must not be nil")
+		}
+		t.fallback = fb
+		return nil
+	}
+}
+
+// Transport is an http.RoundTripper that sends each request through its dependency's pipeline.
+// Create it with [NewTransport]; it is safe for concurrent use.
+type Transport struct {
+	base          http.RoundTripper
+	reg           *instrument.Registry
+	cfg           instrument.PipelineConfig
+	key           func(*http.Request) string
+	endpoint      func(*http.Request) string
+	genKey        func() string
+	timeoutHeader string
+	rdHeader      string
+	fallback      FallbackFunc
+
+	pipelines sync.Map // key → *instrument.Pipeline, only keys with primitives of their own
+	cached    atomic.Int64
+}
+
+// NewTransport returns a Transport that sends requests through base (nil: http.DefaultTransport)
+// after applying the options. Invalid options or pipeline configurations are an error naming the
+// field.
+func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &Transport{
+		base:          base,
+		cfg:           DefaultPipeline(),
+		key:           hostKey,
+		endpoint:      retry.Endpoint,
+		timeoutHeader: TimeoutHeader,
+		rdHeader:      RetryDisabledHeader,
+	}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("httpx: option %d is nil", i)
+		}
+		if err := o(t); err != nil {
+			return nil, err
+		}
+	}
+	if t.reg == nil {
+		reg, err := instrument.NewRegistry()
+		if err != nil {
+			return nil, err
+		}
+		t.reg = reg
+	}
+	if rc := t.cfg.Retry; rc != nil {
+		if rc.AttemptTimeout != 0 {
+			return nil, fmt.Errorf("httpx: PipelineConfig.Retry.AttemptTimeout = %v: use PipelineConfig.Timeout for the per-attempt limit (it keeps the response body readable)", rc.AttemptTimeout)
+		}
+		if rc.MaxDuration != 0 {
+			return nil, fmt.Errorf("httpx: PipelineConfig.Retry.MaxDuration = %v: bound the whole call with the request's context or http.Client.Timeout (they keep the response body readable)", rc.MaxDuration)
+		}
+	}
+	if t.fallback != nil && t.cfg.Fallback == nil {
+		t.cfg.Fallback = &fallback.Config{}
+	}
+	if err := t.cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("httpx: %w", err)
+	}
+	return t, nil
+}
+
+// Registry returns the registry the transport's primitives come from; give it to
+// collector.New to export their metrics, and attach retrylog to its Events.
+func (t *Transport) Registry() *instrument.Registry { return t.reg }
+
+// Pipeline returns the pipeline of the dependency called key, creating its primitives on first
+// use.
+func (t *Transport) Pipeline(key string) (*instrument.Pipeline, error) {
+	if p, ok := t.pipelines.Load(key); ok {
+		return p.(*instrument.Pipeline), nil
+	}
+	p, err := t.reg.Pipeline(key, t.cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Cache only keys with primitives of their own — at most MaxNames of them. Overflowing keys
+	// go to the registry on every request, so that each refusal is counted.
+	if !p.Overflowed() && t.cached.Load() < int64(t.reg.MaxNames()) {
+		if actual, loaded := t.pipelines.LoadOrStore(key, p); loaded {
+			return actual.(*instrument.Pipeline), nil
+		}
+		t.cached.Add(1)
+	}
+	return p, nil
+}
+
+// CloseIdleConnections closes the idle connections of the base transport, if it has any.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// hostKey is the default key: the request's host (host:port), lower case.
+func hostKey(req *http.Request) string {
+	host := req.Host
+	if req.URL != nil && req.URL.Host != "" {
+		host = req.URL.Host
+	}
+	return strings.ToLower(host)
+}
+
+// RoundTrip sends req through its dependency's pipeline. It returns the last response even when
+// it is a failure (a 503 after the last retry); an error means no response: a transport error,
+// a rejection by the breaker (errors.Is(err, breaker.ErrOpen)) or the bulkhead
+// (errors.Is(err, bulkhead.ErrFull)), or an expired deadline. It never modifies req.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := &call{t: t, orig: req, req: req}
+	defer s.closeUnsentBody()
+	key := t.key(req)
+	if key == "" {
+		return nil, fmt.Errorf("httpx: the key function returned an empty name for %s", retry.Endpoint(req))
+	}
+	p, err := t.Pipeline(key)
+	if err != nil {
+		return nil, err
+	}
+	s.idempotent = classify.IsIdempotent(req)
+	if !s.idempotent && t.genKey != nil && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
+		s.req = req.Clone(req.Context()) // never modify the caller's request
+		s.req.Header.Set(IdempotencyKeyHeader, t.genKey())
+		s.idempotent = true
+	}
+	s.rewindable = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	h := instrument.Hooks[*http.Response]{
+		Endpoint: t.endpoint(s.req),
+		Check:    s.check,
+		Discard:  retry.DiscardResponse,
+		Retain:   retain,
+	}
+	var fb fallback.Func[*http.Response]
+	if t.fallback != nil {
+		fb = s.fallback
+	}
+	ctx := req.Context()
+	resp, fromFallback, err := instrument.ExecuteWith(ctx, p, s.attempt, h, fb)
+	if fromFallback {
+		if err != nil {
+			return nil, err
+		}
+		return s.fallbackResponse(resp), nil
+	}
+	s.signal(ctx, err)
+	if resp != nil {
+		return resp, nil
+	}
+	if err == nil {
+		return nil, fmt.Errorf("httpx: %s: the transport returned neither a response nor an error", retry.Endpoint(req))
+	}
+	if s.bodyBlocked {
+		return nil, fmt.Errorf("%w (not retried: the request body cannot be rewound; set Request.GetBody)", err)
+	}
+	return nil, err
+}
+
+// call is the state of one RoundTrip.
+type call struct {
+	t          *Transport
+	orig       *http.Request // the caller's request
+	req        *http.Request // orig, or its clone carrying a generated idempotency key
+	idempotent bool
+	rewindable bool
+	attempts   int
+	bodySent   bool // the original body was handed to the base transport, which closes it
+
+	bodyBlocked        bool // a retryable failure was not retried because the body cannot be rewound
+	downstreamDisabled bool // a response carried the do-not-retry signal
+}
+
+// attempt sends one attempt under the attempt context.
+func (s *call) attempt(actx context.Context) (*http.Response, error) {
+	s.attempts++
+	ar := s.req.WithContext(actx)
+	if s.attempts > 1 && s.req.Body != nil && s.req.Body != http.NoBody {
+		if s.req.GetBody == nil { // not reached: check stops retries of such requests
+			return nil, classify.Permanent(errors.New("httpx: the request body cannot be rewound"))
+		}
+		body, err := s.req.GetBody()
+		if err != nil {
+			return nil, classify.Permanent(fmt.Errorf("httpx: rewinding the request body: %w", err))
+		}
+		ar.Body = body
+	}
+	if dl, ok := actx.Deadline(); ok {
+		ms := time.Until(dl).Milliseconds()
+		if ms <= 0 {
+			if ar.Body != nil && ar.Body != s.req.Body {
+				_ = ar.Body.Close()
+			}
+			return nil, &expiredError{endpoint: retry.Endpoint(s.req)}
+		}
+		if s.t.timeoutHeader != "" {
+			ar.Header = s.req.Header.Clone() // attempts may still be reading the previous map
+			if ar.Header == nil {
+				ar.Header = make(http.Header, 1)
+			}
+			ar.Header.Set(s.t.timeoutHeader, strconv.FormatInt(ms, 10))
+		}
+	}
+	if s.attempts == 1 {
+		s.bodySent = true
+	}
+	return s.t.base.RoundTrip(ar)
+}
+
+// check turns an attempt's response and error into the error the pipeline's layers see, and
+// stops retries that would be unsafe.
+func (s *call) check(resp *http.Response, err error) error {
+	e := retry.HTTPResult(s.req, resp, err)
+	if e == nil {
+		return nil
+	}
+	he, ok := e.(*retry.HTTPError)
+	if !ok {
+		return e
+	}
+	if resp != nil && s.t.rdHeader != RetryDisabledHeader &&
+		strings.EqualFold(strings.TrimSpace(resp.Header.Get(s.t.rdHeader)), "true") {
+		he.RetryDisabled = true
+	}
+	if he.RetryDisabled {
+		s.downstreamDisabled = true
+	}
+	if he.RetryDisabled || !classify.Classify(resp, err, he.Idempotent).Retryable {
+		return he
+	}
+	switch {
+	case !s.idempotent && !notSent(err):
+		// A POST without an idempotency key may have been processed: never repeat it.
+		he.RetryDisabled = true
+	case !s.rewindable:
+		he.RetryDisabled = true
+		s.bodyBlocked = resp == nil
+	}
+	return he
+}
+
+// notSent reports whether err proves the request never reached the server.
+func notSent(err error) bool {
+	if err == nil {
+		return false
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// fallback runs the transport's fallback function for the pipeline.
+func (s *call) fallback(ctx context.Context, cause fallback.Cause, err error) (*http.Response, error) {
+	s.signal(ctx, err)
+	resp, ferr := s.t.fallback(s.orig, cause, err)
+	if ferr == nil && resp != nil {
+		if resp.Header == nil {
+			resp.Header = make(http.Header)
+		}
+		resp.Header.Set(FallbackHeader, string(cause))
+	}
+	return resp, ferr
+}
+
+func (s *call) fallbackResponse(resp *http.Response) *http.Response {
+	if resp == nil {
+		resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{FallbackHeader: {string(fallback.CauseError)}}}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	if resp.Request == nil {
+		resp.Request = s.orig
+	}
+	if resp.Status == "" {
+		resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+	}
+	if resp.Proto == "" {
+		resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
+	}
+	return resp
+}
+
+// closeUnsentBody honours the RoundTripper contract: the request body is closed even when it
+// was never handed to the base transport (rejected, deadline expired).
+func (s *call) closeUnsentBody() {
+	if !s.bodySent && s.orig.Body != nil && s.orig.Body != http.NoBody {
+		_ = s.orig.Body.Close()
+	}
+}
+
+// signal passes the do-not-retry signal to the server handling the request that made this
+// call (see [Middleware]): our retries of this call are exhausted or the budget denied one, or
+// the dependency itself said not to retry.
+func (s *call) signal(ctx context.Context, err error) {
+	if s.downstreamDisabled {
+		MarkRetryDisabled(ctx)
+		return
+	}
+	NoteError(ctx, err)
+}
+
+// FromFallback reports whether resp was produced by the transport's fallback function, and why.
+func FromFallback(resp *http.Response) (fallback.Cause, bool) {
+	if resp == nil {
+		return "", false
+	}
+	v := resp.Header.Get(FallbackHeader)
+	return fallback.Cause(v), v != ""
+}
+
+// retain keeps the attempt's context alive while the returned body is read: closing the body,
+// or reading it to the end, releases it.
+func retain(resp *http.Response, release func()) *http.Response {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+		release()
+		return resp
+	}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	return resp
+}
+
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+	once    sync.Once
+}
+
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.release)
+	}
+	return n, err
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}
+
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if c > 127 || !(c == '-' || c == '!' || c == '#' || c == '$' || c == '%' || c == '&' || c == '\'' ||
+			c == '*' || c == '+' || c == '.' || c == '^' || c == '_' || c == '`' || c == '|' || c == '~' ||
+			('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')) {
+			return false
+		}
+	}
+	return true
+}

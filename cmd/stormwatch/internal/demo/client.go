@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
-	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
@@ -52,90 +50,68 @@ func DefaultProfiles() map[string]Profile {
 	return map[string]Profile{Payments: payments, Inventory: inventory, Recommendations: recs}
 }
 
-// dependency is one downstream dependency called through its own named primitives, composed in
+// dependency is one downstream dependency called through its pipeline of named primitives, in
 // stormwatch's default order: Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call.
 type dependency struct {
 	name   string
 	url    string
 	client *http.Client
-	fb     *fallback.Fallback
+	p      *instrument.Pipeline
 	rt     *retry.Retry
 	br     *breaker.Breaker
 	bh     *bulkhead.Bulkhead
 	to     *timeout.Timeout
+	fb     *fallback.Fallback
 }
 
-// breakerClassify counts a call as the classifier of SPEC §2 says: 4xx and our own rejections
-// are not failures of the dependency, the caller's cancellation says nothing about it.
-func breakerClassify(err error) breaker.Outcome {
-	if errors.Is(err, context.Canceled) {
-		return breaker.OutcomeIgnored
-	}
-	if v := classify.ClassifyError(err, true); !v.BreakerFailure {
-		return breaker.OutcomeIgnored
-	}
-	return breaker.OutcomeFailure
-}
-
-// newDependency gets the primitives called name from reg, configured from p scaled by speed.
+// newDependency gets the pipeline called name from reg, configured from p scaled by speed.
 func newDependency(reg *instrument.Registry, name, url string, client *http.Client, p Profile, speed float64) (*dependency, error) {
 	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
-	d := &dependency{name: name, url: url, client: client}
-	var err error
 	rc := retry.DefaultConfig()
 	rc.MaxAttempts = p.MaxAttempts
 	rc.MaxDuration = s(p.MaxDuration)
 	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: s(p.BackoffBase), Multiplier: 2, Cap: s(p.Cap)}
 	rc.RetryAfter = retry.RetryAfterConfig{Min: s(retry.DefaultMinRetryAfter), Max: s(retry.DefaultMaxRetryAfter), Jitter: retry.DefaultRetryAfterJitter}
 	rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
-	rc.MinAttemptTime = s(p.AttemptTimeout) / 10
 	rc.Idempotent = true
+	pl, err := reg.Pipeline(name, instrument.PipelineConfig{
+		Retry: &rc,
+		Breaker: &breaker.Config{
+			Window: breaker.CountBased, WindowSize: p.WindowSize, MinCalls: p.MinCalls,
+			SlowCallDuration: s(p.SlowCallDuration), OpenDuration: s(p.OpenDuration),
+		},
+		Bulkhead: &bulkhead.Config{MaxConcurrent: p.MaxConcurrent, MaxWait: s(p.MaxWait)},
+		Timeout:  &timeout.Config{Timeout: s(p.AttemptTimeout)},
+		Fallback: &fallback.Config{},
+	})
+	if err != nil {
+		return nil, err
+	}
+	d := &dependency{name: name, url: url, client: client, p: pl, br: pl.Breaker(), bh: pl.Bulkhead(), fb: pl.Fallback()}
+	// The pipeline's retry and timeout are the registry's primitives of the same name.
 	if d.rt, err = reg.Retry(name, rc); err != nil {
 		return nil, err
 	}
-	if d.br, err = reg.Breaker(name, breaker.Config{
-		Window: breaker.CountBased, WindowSize: p.WindowSize, MinCalls: p.MinCalls,
-		SlowCallDuration: s(p.SlowCallDuration), OpenDuration: s(p.OpenDuration),
-		Classify: breakerClassify,
-	}); err != nil {
-		return nil, err
-	}
-	if d.bh, err = reg.Bulkhead(name, bulkhead.Config{MaxConcurrent: p.MaxConcurrent, MaxWait: s(p.MaxWait)}); err != nil {
-		return nil, err
-	}
 	if d.to, err = reg.Timeout(name, timeout.Config{Timeout: s(p.AttemptTimeout)}); err != nil {
-		return nil, err
-	}
-	if d.fb, err = reg.Fallback(name, fallback.Config{}); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
 // Call makes one logical call. It returns the answer, whether it came from the fallback, and
-// the error when neither the call nor the fallback produced an answer (the caller's context
-// ended).
+// the error when neither the call nor the fallback produced an answer.
 func (d *dependency) Call(ctx context.Context) (string, bool, error) {
-	body, err := retry.CallWith(ctx, d.rt, d.attempt, retry.Hooks[string]{Endpoint: "GET " + d.url})
+	body, _, err := instrument.ExecuteWith(ctx, d.p, d.get, instrument.Hooks[string]{Endpoint: "GET " + d.url}, nil)
 	if err == nil {
 		return body, false, nil
 	}
 	if ctx.Err() != nil {
-		return "", false, err // shutting down: not a fault of the dependency
+		return "", false, err // shutting down: not a fault of the dependency, no fallback counted
 	}
 	if _, ok := d.fb.Decide(ctx, err); ok {
 		return "fallback", true, nil
 	}
 	return "", false, err
-}
-
-// attempt is one attempt through breaker, bulkhead and timeout.
-func (d *dependency) attempt(ctx context.Context) (string, error) {
-	return breaker.Call(ctx, d.br, func(ctx context.Context) (string, error) {
-		return bulkhead.Call(ctx, d.bh, func(ctx context.Context) (string, error) {
-			return timeout.Call(ctx, d.to, d.get)
-		})
-	})
 }
 
 // get sends the request and reads the answer; a failing status is an error that carries it.

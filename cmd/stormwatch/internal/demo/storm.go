@@ -43,7 +43,7 @@ type StormConfig struct {
 // 200) and turns 6 s slow for 10 s.
 func DefaultStormConfig() StormConfig {
 	return StormConfig{
-		Rate: 10, Warmup: 3 * time.Second, Fault: 10 * time.Second, Observe: 20 * time.Second,
+		Rate: 10, Warmup: 3 * time.Second, Fault: 10 * time.Second, Observe: 30 * time.Second,
 		BankWorkers: 4, BankQueue: 40, BankService: 200 * time.Millisecond, FaultService: 6 * time.Second,
 		RecoveryRatio: 0.9,
 	}
@@ -201,11 +201,8 @@ type stormLayer struct {
 	attempts       int
 	attemptTimeout time.Duration
 	pause          time.Duration
-	// stormwatch (any may be nil)
-	rt *retry.Retry
-	br *breaker.Breaker
-	bh *bulkhead.Bulkhead
-	to *timeout.Timeout
+	// stormwatch
+	p *instrument.Pipeline
 }
 
 // errStatus is a failed answer from the callee.
@@ -254,30 +251,11 @@ func (l *stormLayer) naiveCall(ctx context.Context, id string) error {
 	return err
 }
 
-// stormwatchCall goes through the layer's primitives: Retry → Breaker → Bulkhead → Timeout.
+// stormwatchCall goes through the layer's pipeline.
 func (l *stormLayer) stormwatchCall(ctx context.Context, id string) error {
-	attempt := func(ctx context.Context) error {
-		call := func(ctx context.Context) error {
-			if l.to != nil {
-				return l.to.Do(ctx, func(ctx context.Context) error { return l.send(ctx, id) })
-			}
-			return l.send(ctx, id)
-		}
-		inner := call
-		if l.bh != nil {
-			inner = func(ctx context.Context) error { return l.bh.Do(ctx, call) }
-		}
-		if l.br != nil {
-			return l.br.Do(ctx, inner)
-		}
-		return inner(ctx)
-	}
-	if l.rt != nil {
-		_, err := retry.CallWith(ctx, l.rt, func(ctx context.Context) (struct{}, error) { return struct{}{}, attempt(ctx) },
-			retry.Hooks[struct{}]{Endpoint: "GET " + l.url})
-		return err
-	}
-	return attempt(ctx)
+	_, _, err := instrument.ExecuteWith(ctx, l.p, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.send(ctx, id) },
+		instrument.Hooks[struct{}]{Endpoint: "GET " + l.url}, nil)
+	return err
 }
 
 // runStorm runs one setup and measures it.
@@ -335,16 +313,16 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 			_, _ = io.WriteString(w, "paid\n")
 		}
 	} else {
-		if toBank.br, err = reg.Breaker("bank-channel", breaker.Config{
-			Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, SlowCallDuration: s(800 * time.Millisecond),
-			OpenDuration: s(5 * time.Second), Classify: breakerClassify,
+		// payment → bank: no retry (one retry layer only, at the top), a breaker, a bulkhead and
+		// a per-attempt timeout.
+		if toBank.p, err = reg.Pipeline("bank-channel", instrument.PipelineConfig{
+			Breaker: &breaker.Config{
+				Window: breaker.CountBased, WindowSize: 10, MinCalls: 5, SlowCallDuration: s(800 * time.Millisecond),
+				OpenDuration: s(5 * time.Second),
+			},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 8, MaxWait: s(200 * time.Millisecond)},
+			Timeout:  &timeout.Config{Timeout: s(time.Second)},
 		}); err != nil {
-			return StormResult{}, err
-		}
-		if toBank.bh, err = reg.Bulkhead("bank-channel", bulkhead.Config{MaxConcurrent: 8, MaxWait: s(200 * time.Millisecond)}); err != nil {
-			return StormResult{}, err
-		}
-		if toBank.to, err = reg.Timeout("bank-channel", timeout.Config{Timeout: s(time.Second)}); err != nil {
 			return StormResult{}, err
 		}
 		payment = func(w http.ResponseWriter, r *http.Request) {
@@ -377,23 +355,20 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 		rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: s(2 * time.Second)}
 		rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
 		rc.Idempotent = true
-		if toPayment.rt, err = reg.Retry("payment-service", rc); err != nil {
-			return StormResult{}, err
-		}
-		if toPayment.br, err = reg.Breaker("payment-service", breaker.Config{
-			Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: s(5 * time.Second), Classify: breakerClassify,
+		// order → payment: the one retry layer (2 attempts, 10% budget, 4s deadline), a breaker,
+		// a bulkhead, a per-attempt timeout and the fallback "payment pending".
+		if toPayment.p, err = reg.Pipeline("payment-service", instrument.PipelineConfig{
+			Retry: &rc,
+			Breaker: &breaker.Config{
+				Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: s(5 * time.Second),
+			},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 30, MaxWait: s(200 * time.Millisecond)},
+			Timeout:  &timeout.Config{Timeout: s(2 * time.Second)},
+			Fallback: &fallback.Config{},
 		}); err != nil {
 			return StormResult{}, err
 		}
-		if toPayment.bh, err = reg.Bulkhead("payment-service", bulkhead.Config{MaxConcurrent: 30, MaxWait: s(200 * time.Millisecond)}); err != nil {
-			return StormResult{}, err
-		}
-		if toPayment.to, err = reg.Timeout("payment-service", timeout.Config{Timeout: s(2 * time.Second)}); err != nil {
-			return StormResult{}, err
-		}
-		if fb, err = reg.Fallback("payment-service", fallback.Config{}); err != nil {
-			return StormResult{}, err
-		}
+		fb = toPayment.p.Fallback()
 	}
 	order := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(requestIDHeader)
@@ -434,26 +409,32 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 	faultAt, recoverAt := start.Add(s(cfg.Warmup)), start.Add(s(cfg.Warmup+cfg.Fault))
 	userTimeout := s(10 * time.Second)
 	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Duration(float64(time.Second) / wallRate))
+	interval := time.Duration(float64(time.Second) / wallRate)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	phase := 0
 	firstFault, firstAfter := -1, -1
 loop:
 	for i := 0; i < n; i++ {
+		// Request i is due at start + i·interval: a late wake-up sends the missed ones at once,
+		// so the number of user requests per phase does not depend on the machine's load.
+		timer.Reset(time.Until(start.Add(time.Duration(i) * interval)))
 		select {
 		case <-runCtx.Done():
 			break loop
-		case now := <-tick.C:
-			if phase == 0 && !now.Before(faultAt) {
-				phase, firstFault = 1, i
-				bk.service.Store(int64(s(cfg.FaultService)))
-			}
-			if phase == 1 && !now.Before(recoverAt) {
-				phase, firstAfter = 2, i
-				bk.service.Store(int64(s(cfg.BankService)))
-			}
-			if now.Sub(start) >= s(total) {
-				break loop
-			}
+		case <-timer.C:
+		}
+		now := start.Add(time.Duration(i) * interval)
+		if phase == 0 && !now.Before(faultAt) {
+			phase, firstFault = 1, i
+			bk.service.Store(int64(s(cfg.FaultService)))
+		}
+		if phase == 1 && !now.Before(recoverAt) {
+			phase, firstAfter = 2, i
+			bk.service.Store(int64(s(cfg.BankService)))
+		}
+		if now.Sub(start) >= s(total) {
+			break loop
 		}
 		issued.Add(1)
 		wg.Add(1)
@@ -477,9 +458,8 @@ loop:
 				outcomes[i].degrade = resp.Header.Get(degradedHeader) != ""
 				outcomes[i].real = !outcomes[i].degrade
 			}
-		}(i, time.Duration(float64(time.Since(start))*speed))
+		}(i, time.Duration(float64(now.Sub(start))*speed))
 	}
-	tick.Stop()
 	wg.Wait()
 	// Let the naive payment service's orphaned retries reach the bank before counting.
 	if setup == SetupNaive {

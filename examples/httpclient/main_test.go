@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, options{listen: "127.0.0.1:9466", interval: 100 * time.Millisecond}, o)
+	o, err = parseFlags([]string{"-listen", "127.0.0.1:0", "-duration", "3s", "-interval", "0s", "-requests", "5"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, options{listen: "127.0.0.1:0", duration: 3 * time.Second, requests: 5}, o)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-duration", "-1s"}, "-duration -1s"},
+		{[]string{"-interval", "-1s"}, "-interval -1s"},
+		{[]string{"-requests", "-2"}, "-requests -2"},
+		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-bogus"}, "bogus"},
+	} {
+		_, err := parseFlags(tt.args, io.Discard)
+		require.Error(t, err, tt.args)
+		assert.Contains(t, err.Error(), tt.want)
+	}
+}
+
+// TestRunDegradesPaymentsAndKeepsTheCatalog drives a fixed number of rounds, then reads
+// /metrics before the program shuts down.
+func TestRunDegradesPaymentsAndKeepsTheCatalog(t *testing.T) {
+	const rounds = 40
+	var status, logs syncBuffer
+	var metrics string
+	o := options{listen: "127.0.0.1:0", requests: rounds, duration: 30 * time.Second,
+		scraped: func(url string) {
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(url)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			metrics = string(b)
+		}}
+	require.NoError(t, run(context.Background(), o, &status, &logs))
+
+	// Every catalog request succeeded on its first attempt; every payment was degraded.
+	assert.Contains(t, status.String(), "catalog ok=40 failed=0 | payments degraded=40 failed=0 breaker=open")
+	for _, series := range []string{
+		`resilience_retry_calls_total{kind="successful_without_retry",name="catalog"} 40`,
+		`resilience_circuitbreaker_state{name="catalog",state="closed"} 1`,
+		`resilience_circuitbreaker_state{name="payments",state="open"} 1`,
+		`resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="open"} 1`,
+		`resilience_bulkhead_calls_total{kind="rejected",name="catalog"} 0`,
+	} {
+		assert.Contains(t, metrics, series)
+	}
+	assert.Regexp(t, regexp.QuoteMeta(`resilience_fallback_calls_total{cause="circuit_open",name="payments"} `)+`[1-9]`, metrics)
+	assert.Regexp(t, regexp.QuoteMeta(`resilience_retry_errors_total{class="http_5xx",name="payments"} `)+`[1-9]`, metrics)
+
+	// The retry log: JSON lines about payments, never the query string.
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	lines := 0
+	for sc.Scan() {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec), sc.Text())
+		lines++
+		assert.Equal(t, "payments", rec["name"])
+		assert.Regexp(t, `^order-\d{5}$`, rec["correlation_id"])
+	}
+	assert.Positive(t, lines)
+	assert.NotContains(t, logs.String(), "secret")
+}

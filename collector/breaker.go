@@ -33,6 +33,7 @@ type breakerPart struct {
 	state, transitions, tripped, calls, notPermitted, duration *prometheus.Desc
 	failureRate, slowRate, failureThreshold, slowThreshold     *prometheus.Desc
 	openDuration                                               *prometheus.Desc
+	descs                                                      [numReads]*prometheus.Desc // by read kind
 	bounds                                                     [breaker.NumDurationBuckets]float64
 
 	mu     sync.Mutex
@@ -84,6 +85,12 @@ func newBreakerPart(c *Collector) *breakerPart {
 	for i, d := range breaker.DurationBuckets {
 		p.bounds[i] = d.Seconds()
 	}
+	p.descs = [numReads]*prometheus.Desc{
+		readState: p.state, readTransitions: p.transitions, readTripped: p.tripped, readCalls: p.calls,
+		readNotPermitted: p.notPermitted, readDuration: p.duration, readFailureRate: p.failureRate,
+		readSlowRate: p.slowRate, readFailureThreshold: p.failureThreshold,
+		readSlowThreshold: p.slowThreshold, readOpenDuration: p.openDuration,
+	}
 	return p
 }
 
@@ -107,83 +114,88 @@ const (
 	readFailureThreshold
 	readSlowThreshold
 	readOpenDuration
+	numReads
 )
 
 // breakerMetric is one series of one breaker: a prometheus.Metric that reads the breaker when
-// the registry asks for its value.
+// the registry asks for its value. It is kept small (16 bytes, one pointer) because a scrape of
+// 10,000 breakers walks 430,000 of them and the garbage collector scans them all.
 type breakerMetric struct {
-	desc   *prometheus.Desc
-	labels []*dto.LabelPair
-	b      *breaker.Breaker
-	bounds *[breaker.NumDurationBuckets]float64
+	s      *breakerSeries
+	lo, hi uint8 // its label pairs: s.labels[lo:hi]
 	read   uint8
 	x, y   uint8 // state, transition from/to, call kind, or failed (duration)
 }
 
 // breakerSeries holds a breaker's metrics, grouped for family-by-family emission.
 type breakerSeries struct {
+	p      *breakerPart
+	b      *breaker.Breaker
+	labels []*dto.LabelPair // every metric's label pairs, back to back
+
 	state       [breaker.NumStates]breakerMetric    // in sortedStates order
-	transitions [breaker.NumStates][]breakerMetric  // by position of from in sortedStates; to in label order
+	transitions [numTransitions]breakerMetric       // by from (sortedStates), then to in label order
+	fromEnd     [breaker.NumStates]uint8            // transitions of the i-th from end at fromEnd[i]
 	calls       [breaker.NumCallKinds]breakerMetric // in sortedCallKinds order
 	duration    [2]breakerMetric                    // failed, successful
 	single      [7]breakerMetric                    // tripped, not permitted, rates, thresholds, open duration
 }
 
+// numTransitions is the number of transition pairs that can occur (breaker.CanTransition).
+const numTransitions = 23
+
 func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries {
-	s := &breakerSeries{}
+	s := &breakerSeries{p: p, b: b, labels: make([]*dto.LabelPair, 0, 3*44)}
 	nameLabel := labelPair(catalog.LabelName, name)
-	// Every label slice of the breaker is cut from one backing array (at most 3 labels for
-	// each of its 44 metrics).
-	backing := make([]*dto.LabelPair, 0, 3*44)
-	m := func(desc *prometheus.Desc, read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
+	m := func(read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
 		// Label pairs sorted by label name, as client_golang expects: from < kind < name <
 		// state < to.
-		start := len(backing)
-		labels := backing
+		lo := len(s.labels)
 		for _, l := range extra {
 			if l.GetName() < catalog.LabelName {
-				labels = append(labels, l)
+				s.labels = append(s.labels, l)
 			}
 		}
-		labels = append(labels, nameLabel)
+		s.labels = append(s.labels, nameLabel)
 		for _, l := range extra {
 			if l.GetName() > catalog.LabelName {
-				labels = append(labels, l)
+				s.labels = append(s.labels, l)
 			}
 		}
-		backing = labels
-		labels = labels[start:len(labels):len(labels)]
-		return breakerMetric{desc: desc, labels: labels, b: b, bounds: &p.bounds, read: read, x: x, y: y}
+		return breakerMetric{s: s, lo: uint8(lo), hi: uint8(len(s.labels)), read: read, x: x, y: y}
 	}
 	for i, st := range sortedStates {
-		s.state[i] = m(p.state, readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
+		s.state[i] = m(readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
 	}
+	n := 0
 	for i, from := range sortedStates {
 		for _, to := range sortedStates {
 			if breaker.CanTransition(from, to) {
-				s.transitions[i] = append(s.transitions[i], m(p.transitions, readTransitions, uint8(from), uint8(to),
-					stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to]))
+				s.transitions[n] = m(readTransitions, uint8(from), uint8(to),
+					stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to])
+				n++
 			}
 		}
+		s.fromEnd[i] = uint8(n)
 	}
 	for i, k := range sortedCallKinds {
-		s.calls[i] = m(p.calls, readCalls, uint8(k), 0, kindLabels[k])
+		s.calls[i] = m(readCalls, uint8(k), 0, kindLabels[k])
 	}
 	for i, dk := range durationKinds {
 		var failed uint8
 		if dk.failed {
 			failed = 1
 		}
-		s.duration[i] = m(p.duration, readDuration, failed, 0, durationKindLabels[i])
+		s.duration[i] = m(readDuration, failed, 0, durationKindLabels[i])
 	}
 	s.single = [7]breakerMetric{
-		m(p.tripped, readTripped, 0, 0),
-		m(p.notPermitted, readNotPermitted, 0, 0),
-		m(p.failureRate, readFailureRate, 0, 0),
-		m(p.slowRate, readSlowRate, 0, 0),
-		m(p.failureThreshold, readFailureThreshold, 0, 0),
-		m(p.slowThreshold, readSlowThreshold, 0, 0),
-		m(p.openDuration, readOpenDuration, 0, 0),
+		m(readTripped, 0, 0),
+		m(readNotPermitted, 0, 0),
+		m(readFailureRate, 0, 0),
+		m(readSlowRate, 0, 0),
+		m(readFailureThreshold, 0, 0),
+		m(readSlowThreshold, 0, 0),
+		m(readOpenDuration, 0, 0),
 	}
 	return s
 }
@@ -259,8 +271,12 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range sortedStates {
 		for _, s := range all {
-			for j := range s.transitions[i] {
-				ch <- &s.transitions[i][j]
+			lo := uint8(0)
+			if i > 0 {
+				lo = s.fromEnd[i-1]
+			}
+			for j := lo; j < s.fromEnd[i]; j++ {
+				ch <- &s.transitions[j]
 			}
 		}
 	}
@@ -271,7 +287,7 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range durationKinds {
 		for _, s := range all {
-			if s.duration[i].b.DurationHistogramEnabled() {
+			if s.b.DurationHistogramEnabled() {
 				ch <- &s.duration[i]
 			}
 		}
@@ -284,12 +300,12 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 }
 
 // Desc implements prometheus.Metric.
-func (m *breakerMetric) Desc() *prometheus.Desc { return m.desc }
+func (m *breakerMetric) Desc() *prometheus.Desc { return m.s.p.descs[m.read] }
 
 // Write implements prometheus.Metric: it reads the breaker now.
 func (m *breakerMetric) Write(out *dto.Metric) error {
-	out.Label = m.labels
-	b := m.b
+	out.Label = m.s.labels[m.lo:m.hi:m.hi]
+	b := m.s.b
 	switch m.read {
 	case readState:
 		v := 0.0
@@ -310,7 +326,7 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 	case readNotPermitted:
 		out.Counter = counterOf(float64(b.NotPermitted()))
 	case readDuration:
-		out.Histogram = histogramOf(b.Durations(m.x == 1), m.bounds)
+		out.Histogram = histogramOf(b.Durations(m.x == 1), &m.s.p.bounds)
 	case readFailureRate:
 		f, _ := b.Rates()
 		out.Gauge = gaugeOf(f)

@@ -37,6 +37,15 @@ func TestBreakerVocabularyMatchesCatalog(t *testing.T) {
 	}
 	assert.Equal(t, catalog.DurationBuckets, bounds)
 	assert.Equal(t, string(catalog.CircuitBreaker), breaker.Primitive)
+	pairs := 0
+	for _, f := range breaker.States() {
+		for _, to := range breaker.States() {
+			if breaker.CanTransition(f, to) {
+				pairs++
+			}
+		}
+	}
+	assert.Equal(t, numTransitions, pairs)
 	assert.Equal(t, []string{catalog.BreakerFailed, catalog.BreakerSuccessful}, []string{durationKinds[0].label, durationKinds[1].label})
 	assert.ElementsMatch(t, catalog.BreakerDurationKinds, []string{durationKinds[0].label, durationKinds[1].label})
 }

@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	fsbulkhead "github.com/failsafe-go/failsafe-go/bulkhead"
+	fscircuitbreaker "github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	fstimeout "github.com/failsafe-go/failsafe-go/timeout"
+
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
+)
+
+// The httpx benchmarks measure one GET on loopback (a small 200 response, read to the end and
+// closed, keep-alive) through a plain http.Transport, through httpx.Transport over the same kind
+// of transport with the full pipeline (retry, breaker, bulkhead, timeout — the configuration of
+// BenchmarkPipelineSuccess), and through failsafe-go's failsafehttp with the same four policies.
+// BenchmarkHTTPXOverheadRatio interleaves plain and httpx requests in one loop so that both see
+// the same machine load, and reports their ratio.
+
+func loopbackServer(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func plainTransport(b *testing.B) *http.Transport {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+func httpxTransport(b *testing.B) *httpx.Transport {
+	tr, err := httpx.NewTransport(plainTransport(b), httpx.WithRegistry(scrapedRegistry(b)),
+		httpx.WithPipeline(benchPipelineConfig(breaker.Config{})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+func failsafeTransport(b *testing.B) http.RoundTripper {
+	rp := retrypolicy.NewBuilder[*http.Response]().WithMaxAttempts(3).
+		WithBackoff(100*time.Millisecond, 10*time.Second).WithJitterFactor(0.5).Build()
+	cb := fscircuitbreaker.NewBuilder[*http.Response]().WithFailureThresholdRatio(50, 100).WithDelay(30 * time.Second).Build()
+	return failsafehttp.NewRoundTripper(plainTransport(b), rp, cb,
+		fsbulkhead.New[*http.Response](bulkheadBenchPermits), fstimeout.New[*http.Response](time.Second))
+}
+
+// roundTrip sends one GET through rt and reads and closes the response.
+func roundTrip(b *testing.B, rt http.RoundTripper, url string) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	if err := resp.Body.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func BenchmarkHTTPXOverhead(b *testing.B) {
+	url := loopbackServer(b).URL + "/v1/items"
+	for _, c := range []struct {
+		name string
+		rt   func(*testing.B) http.RoundTripper
+	}{
+		{"plain", func(b *testing.B) http.RoundTripper { return plainTransport(b) }},
+		{"httpx", func(b *testing.B) http.RoundTripper { return httpxTransport(b) }},
+		{"failsafehttp", failsafeTransport},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rt := c.rt(b)
+			roundTrip(b, rt, url) // connect outside the measurement
+			b.ReportAllocs()
+			for b.Loop() {
+				roundTrip(b, rt, url)
+			}
+		})
+	}
+}
+
+func BenchmarkHTTPXOverheadRatio(b *testing.B) {
+	url := loopbackServer(b).URL + "/v1/items"
+	plain, instrumented := plainTransport(b), httpxTransport(b)
+	roundTrip(b, plain, url)
+	roundTrip(b, instrumented, url)
+	var plainNs, httpxNs time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		roundTrip(b, plain, url)
+		t1 := time.Now()
+		roundTrip(b, instrumented, url)
+		plainNs += t1.Sub(t0)
+		httpxNs += time.Since(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(plainNs)/n, "plain-ns/req")
+	b.ReportMetric(float64(httpxNs)/n, "httpx-ns/req")
+	b.ReportMetric(float64(httpxNs)/float64(plainNs), "httpx/plain")
+}

@@ -577,3 +577,22 @@ func TestPipelineSuccessPathAllocations(t *testing.T) {
 	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _ = Execute(ctx, p, vfn) }), 1.0)
 	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _, _ = ExecuteWithFallback(ctx, p, vfn, fb) }), 1.0)
 }
+
+func TestPipelineBreakerPerCallRejectsBeforeTheRetry(t *testing.T) {
+	_, p, _, tr := newTraced(t, BreakerPerCall, breaker.Config{})
+	p.Breaker().ForceOpen()
+	calls := 0
+	err := p.Do(context.Background(), func(context.Context) error { calls++; return nil })
+	require.ErrorIs(t, err, breaker.ErrOpen)
+	var rerr *retry.Error
+	assert.False(t, errors.As(err, &rerr), "the retry never saw the call")
+	assert.Zero(t, calls)
+	snap := p.Retry().Snapshot()
+	var logical uint64
+	for _, n := range snap.Calls {
+		logical += n
+	}
+	assert.Zero(t, logical, "no logical call reached the retry")
+	assert.Equal(t, uint64(0), p.Bulkhead().Stats().Permitted)
+	assert.Equal(t, []string{"rejected:circuitbreaker"}, tr.get())
+}

@@ -657,3 +657,17 @@ func TestBodyStaysReadableUnderTheAttemptDeadline(t *testing.T) {
 	assert.Len(t, body, 100_000)
 	require.NoError(t, resp.Body.Close())
 }
+
+func TestPOSTIsRetriedWhenItNeverLeft(t *testing.T) {
+	// Connection refused proves the server never saw the request: retrying is safe even without
+	// an idempotency key.
+	dead := deadAddr(t)
+	track := newTracker(t)
+	tr := newTransport(t, track, WithPipeline(instrument.PipelineConfig{Retry: fastRetry(3)}))
+	_, err := tr.RoundTrip(request(t, context.Background(), http.MethodPost, "http://"+dead+"/charge", "amount=100"))
+	require.Error(t, err)
+	var rerr *retry.Error
+	require.ErrorAs(t, err, &rerr)
+	assert.Len(t, rerr.Attempts(), 3)
+	assert.Equal(t, int64(3), track.dials.Load())
+}

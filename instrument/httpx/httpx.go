@@ -39,6 +39,18 @@
 //     deadline has passed is not sent ([ErrDeadlineExpired]).
 //   - Retry log events go to the registry's hub (attach package retrylog to it); the endpoint is
 //     the method, host and path — never the query string or userinfo.
+//
+// # The do-not-retry signal (server side)
+//
+// A service that retries its dependency should not have its own callers retry it too: with
+// three layers retrying three times, the bottom dependency receives 27 requests (AMP-03).
+// [Middleware] wraps a server's handler and puts a flag in each request's context. A Transport
+// that sends a downstream request with that context (or one derived from it) raises the flag
+// when its retries of the call were exhausted, when the retry budget refused a retry, or when
+// the downstream response itself carried the signal. If the handler then answers with a status
+// ≥ 400, the middleware adds "Retry-Disabled: true", and the caller's Transport does not retry
+// that response. Code that retries something other than HTTP reports its errors with
+// [NoteError] (or calls [MarkRetryDisabled]).
 package httpx
 
 import (
@@ -165,7 +177,8 @@ func WithIdempotencyKeys(gen func() string) Option {
 
 // WithTimeoutHeader sets the header that carries the time left before the attempt's deadline
 // (default [TimeoutHeader]); "" stops sending it. A request whose deadline has passed is never
-// sent, whatever the header.
+// sent, whatever the header. The time left is measured on the wall clock (a Timeout layer on a
+// fake clock has deadlines in the fake clock's frame).
 func WithTimeoutHeader(name string) Option {
 	return func(t *Transport) error {
 		if name != "" && !validHeaderName(name) {

@@ -10,14 +10,8 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
-// How the do-not-retry signal travels (RT-23): [Middleware] puts a flag in each request's
-// context; a [Transport] that sends a downstream request with that context (or one derived from
-// it) raises the flag when its retries of the call were exhausted, when the retry budget refused
-// a retry, or when the downstream response itself carried the signal. When the handler then
-// answers with a failure status (≥ 400), the middleware adds "Retry-Disabled: true", so the
-// upstream caller's stormwatch does not multiply the retries this service already made. Code that
-// retries something other than HTTP calls [NoteError] with the call's error, or
-// [MarkRetryDisabled] directly.
+// The do-not-retry signal travels from the Transport to the Middleware in the request's
+// context: see the package documentation.
 
 type signalKey struct{}
 

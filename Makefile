@@ -8,7 +8,7 @@ PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
 
-.PHONY: all test unit lint fmt-check vet tools bench e2e build clean generate generated-check conformance
+.PHONY: all test unit lint fmt-check vet tools bench e2e build clean generate generated-check conformance demo
 
 all: build test
 
@@ -53,6 +53,13 @@ conformance:
 ## e2e: real Prometheus 3.16 on 127.0.0.1 scraping examples/breaker, with generated rules.
 e2e: tools
 	$(GO) test -tags e2e -count=1 -timeout 4m -v ./e2e/
+	$(GO) test -tags e2e -count=1 -timeout 10m -v ./cmd/stormwatch/internal/demo/e2e/
+
+## demo: the first command to run — `stormwatch demo` on 127.0.0.1:9464 (override with DEMO_ARGS).
+DEMO_ARGS ?= --scenario outage --duration 2m
+demo:
+	$(GO) build -o $(BIN)/stormwatch ./cmd/stormwatch
+	$(BIN)/stormwatch demo $(DEMO_ARGS)
 
 ## tools: promtool and prometheus 3.16 into ./bin (reused when present).
 tools:

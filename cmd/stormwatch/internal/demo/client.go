@@ -2,8 +2,10 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -45,18 +48,18 @@ func DefaultProfiles() map[string]Profile {
 	payments, inventory, recs := base, base, base
 	payments.FallbackDescription = "payment pending (check later)"
 	inventory.FallbackDescription = "cached stock level"
-	recs.MaxConcurrent = 4
+	recs.MaxConcurrent = 8
 	recs.FallbackDescription = "no recommendations"
 	return map[string]Profile{Payments: payments, Inventory: inventory, Recommendations: recs}
 }
 
-// dependency is one downstream dependency called through its pipeline of named primitives, in
-// stormwatch's default order: Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call.
+// dependency is one downstream dependency, called through an httpx transport whose pipeline
+// (the registry's primitives called name) runs in stormwatch's default order: Fallback → Retry →
+// CircuitBreaker → Bulkhead → Timeout → call.
 type dependency struct {
 	name   string
 	url    string
 	client *http.Client
-	p      *instrument.Pipeline
 	rt     *retry.Retry
 	br     *breaker.Breaker
 	bh     *bulkhead.Bulkhead
@@ -64,17 +67,20 @@ type dependency struct {
 	fb     *fallback.Fallback
 }
 
-// newDependency gets the pipeline called name from reg, configured from p scaled by speed.
-func newDependency(reg *instrument.Registry, name, url string, client *http.Client, p Profile, speed float64) (*dependency, error) {
+// fallbackCauses are the causes the demo's fallbacks answer: every cause but "error", which is
+// what a call cancelled by Ctrl-C ends with, so stopping the demo counts no fallbacks.
+var fallbackCauses = []fallback.Cause{fallback.CauseCircuitOpen, fallback.CauseBulkheadFull, fallback.CauseTimeout, fallback.CauseRetriesExhausted}
+
+// newDependency builds the transport of the dependency called name, its pipeline configured from
+// p scaled by speed, and keeps its primitives for the status line.
+func newDependency(reg *instrument.Registry, name, url string, base http.RoundTripper, p Profile, speed float64) (*dependency, error) {
 	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
 	rc := retry.DefaultConfig()
 	rc.MaxAttempts = p.MaxAttempts
-	rc.MaxDuration = s(p.MaxDuration)
 	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: s(p.BackoffBase), Multiplier: 2, Cap: s(p.Cap)}
 	rc.RetryAfter = retry.RetryAfterConfig{Min: s(retry.DefaultMinRetryAfter), Max: s(retry.DefaultMaxRetryAfter), Jitter: retry.DefaultRetryAfterJitter}
 	rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
-	rc.Idempotent = true
-	pl, err := reg.Pipeline(name, instrument.PipelineConfig{
+	cfg := instrument.PipelineConfig{
 		Retry: &rc,
 		Breaker: &breaker.Config{
 			Window: breaker.CountBased, WindowSize: p.WindowSize, MinCalls: p.MinCalls,
@@ -82,54 +88,56 @@ func newDependency(reg *instrument.Registry, name, url string, client *http.Clie
 		},
 		Bulkhead: &bulkhead.Config{MaxConcurrent: p.MaxConcurrent, MaxWait: s(p.MaxWait)},
 		Timeout:  &timeout.Config{Timeout: s(p.AttemptTimeout)},
-		Fallback: &fallback.Config{},
-	})
+		Fallback: &fallback.Config{On: fallbackCauses},
+	}
+	degraded := p.FallbackDescription
+	tr, err := httpx.NewTransport(base,
+		httpx.WithRegistry(reg),
+		httpx.WithPipeline(cfg),
+		httpx.WithKey(func(*http.Request) string { return name }),
+		httpx.WithFallback(func(req *http.Request, _ fallback.Cause, _ error) (*http.Response, error) {
+			return &http.Response{
+				StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
+				Body: io.NopCloser(strings.NewReader(degraded)), ContentLength: int64(len(degraded)),
+			}, nil
+		}))
 	if err != nil {
 		return nil, err
 	}
-	d := &dependency{name: name, url: url, client: client, p: pl, br: pl.Breaker(), bh: pl.Bulkhead(), fb: pl.Fallback()}
-	// The pipeline's retry and timeout are the registry's primitives of the same name.
-	if d.rt, err = reg.Retry(name, rc); err != nil {
+	pl, err := tr.Pipeline(name)
+	if err != nil {
 		return nil, err
 	}
-	if d.to, err = reg.Timeout(name, timeout.Config{Timeout: s(p.AttemptTimeout)}); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return &dependency{
+		// The client's timeout is the deadline of the whole call, attempts and waits included.
+		name: name, url: url, client: &http.Client{Transport: tr, Timeout: s(p.MaxDuration)},
+		rt: pl.Retry(), br: pl.Breaker(), bh: pl.Bulkhead(), to: pl.Timeout(), fb: pl.Fallback(),
+	}, nil
 }
 
-// Call makes one logical call. It returns the answer, whether it came from the fallback, and
+// Call makes one logical call. It returns the answer and whether it came from the fallback, or
 // the error when neither the call nor the fallback produced an answer.
 func (d *dependency) Call(ctx context.Context) (string, bool, error) {
-	body, _, err := instrument.ExecuteWith(ctx, d.p, d.get, instrument.Hooks[string]{Endpoint: "GET " + d.url}, nil)
-	if err == nil {
-		return body, false, nil
-	}
-	if ctx.Err() != nil {
-		return "", false, err // shutting down: not a fault of the dependency, no fallback counted
-	}
-	if _, ok := d.fb.Decide(ctx, err); ok {
-		return "fallback", true, nil
-	}
-	return "", false, err
-}
-
-// get sends the request and reads the answer; a failing status is an error that carries it.
-func (d *dependency) get(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return "", retry.HTTPResult(req, nil, err)
+		return "", false, err
 	}
 	defer resp.Body.Close()
-	b, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err := retry.HTTPResult(req, resp, rerr); err != nil {
-		return "", err
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return "", false, err
 	}
-	return string(b), nil
+	if _, ok := httpx.FromFallback(resp); ok {
+		return string(b), true, nil
+	}
+	if resp.StatusCode >= 400 {
+		return "", false, fmt.Errorf("%s: %s", d.name, resp.Status)
+	}
+	return string(b), false, nil
 }
 
 // load drives calls at a fixed rate (open loop: arrivals do not wait for answers, as users do

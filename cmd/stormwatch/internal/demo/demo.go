@@ -276,10 +276,9 @@ func runScripted(ctx context.Context, cfg Config, reg *instrument.Registry, b *b
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
 	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport}
 	deps := make([]*dependency, len(Dependencies))
 	for i, name := range Dependencies {
-		if deps[i], err = newDependency(reg, name, "http://"+downSrv.addr+"/"+name, client, cfg.Profiles[name], cfg.Speed); err != nil {
+		if deps[i], err = newDependency(reg, name, "http://"+downSrv.addr+"/"+name, transport, cfg.Profiles[name], cfg.Speed); err != nil {
 			return err
 		}
 	}

@@ -82,7 +82,7 @@ func Scenarios() map[string]Scenario {
 				Faults: map[string]Fault{
 					Payments:        {ErrorRate: 0.6, ResetRate: 0.2, HangRate: 0.2, Latency: 5 * time.Millisecond},
 					Inventory:       {ErrorRate: 0.25, Latency: 20 * time.Millisecond, Jitter: 40 * time.Millisecond},
-					Recommendations: {Latency: 250 * time.Millisecond, Jitter: 300 * time.Millisecond},
+					Recommendations: {Latency: 400 * time.Millisecond, Jitter: 400 * time.Millisecond},
 				},
 			}, recovered},
 		},

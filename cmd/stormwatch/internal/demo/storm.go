@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -201,32 +203,26 @@ type stormLayer struct {
 	attempts       int
 	attemptTimeout time.Duration
 	pause          time.Duration
-	// stormwatch
-	p *instrument.Pipeline
 }
 
-// errStatus is a failed answer from the callee.
-type errStatus struct {
-	code          int
-	retryDisabled bool
-}
-
-func (e *errStatus) Error() string { return "status " + strconv.Itoa(e.code) }
-
-// send makes one HTTP attempt carrying the user request id.
-func (l *stormLayer) send(ctx context.Context, id string) error {
+// send makes one HTTP request carrying the user request id. With a stormwatch transport the
+// request goes through the layer's pipeline; fromFallback says the answer is its fallback's.
+func (l *stormLayer) send(ctx context.Context, id string) (fromFallback bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	req.Header.Set(requestIDHeader, id)
 	resp, err := l.client.Do(req)
 	if err != nil {
-		return retry.HTTPResult(req, nil, err)
+		return false, retry.HTTPResult(req, nil, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	_ = resp.Body.Close()
-	return retry.HTTPResult(req, resp, nil)
+	if _, ok := httpx.FromFallback(resp); ok {
+		return true, nil
+	}
+	return false, retry.HTTPResult(req, resp, nil)
 }
 
 // naiveCall is the naive retry loop: a fixed number of attempts with a per-attempt timeout and a
@@ -235,7 +231,7 @@ func (l *stormLayer) naiveCall(ctx context.Context, id string) error {
 	var err error
 	for a := 1; a <= l.attempts; a++ {
 		actx, cancel := context.WithTimeout(ctx, l.attemptTimeout)
-		err = l.send(actx, id)
+		_, err = l.send(actx, id)
 		cancel()
 		if err == nil || ctx.Err() != nil || a == l.attempts {
 			return err
@@ -251,11 +247,9 @@ func (l *stormLayer) naiveCall(ctx context.Context, id string) error {
 	return err
 }
 
-// stormwatchCall goes through the layer's pipeline.
-func (l *stormLayer) stormwatchCall(ctx context.Context, id string) error {
-	_, _, err := instrument.ExecuteWith(ctx, l.p, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.send(ctx, id) },
-		instrument.Hooks[struct{}]{Endpoint: "GET " + l.url}, nil)
-	return err
+// constKey keys every request of a transport to one dependency name.
+func constKey(name string) func(*http.Request) string {
+	return func(*http.Request) string { return name }
 }
 
 // runStorm runs one setup and measures it.
@@ -314,19 +308,22 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 		}
 	} else {
 		// payment → bank: no retry (one retry layer only, at the top), a breaker, a bulkhead and
-		// a per-attempt timeout.
-		if toBank.p, err = reg.Pipeline("bank-channel", instrument.PipelineConfig{
-			Breaker: &breaker.Config{
-				Window: breaker.CountBased, WindowSize: 10, MinCalls: 5, SlowCallDuration: s(800 * time.Millisecond),
-				OpenDuration: s(5 * time.Second),
-			},
-			Bulkhead: &bulkhead.Config{MaxConcurrent: 8, MaxWait: s(200 * time.Millisecond)},
-			Timeout:  &timeout.Config{Timeout: s(time.Second)},
-		}); err != nil {
+		// a per-attempt timeout, through an httpx transport.
+		bankTr, err := httpx.NewTransport(transport, httpx.WithRegistry(reg), httpx.WithKey(constKey("bank-channel")),
+			httpx.WithPipeline(instrument.PipelineConfig{
+				Breaker: &breaker.Config{
+					Window: breaker.CountBased, WindowSize: 10, MinCalls: 5, SlowCallDuration: s(800 * time.Millisecond),
+					OpenDuration: s(5 * time.Second),
+				},
+				Bulkhead: &bulkhead.Config{MaxConcurrent: 8, MaxWait: s(200 * time.Millisecond)},
+				Timeout:  &timeout.Config{Timeout: s(time.Second)},
+			}))
+		if err != nil {
 			return StormResult{}, err
 		}
+		toBank.client = &http.Client{Transport: bankTr}
 		payment = func(w http.ResponseWriter, r *http.Request) {
-			err := toBank.stormwatchCall(r.Context(), r.Header.Get(requestIDHeader))
+			_, err := toBank.send(r.Context(), r.Header.Get(requestIDHeader))
 			if err != nil {
 				// Our own refusals (breaker open, bulkhead full) tell the caller not to retry
 				// (RT-23): retrying them at once only adds load.
@@ -339,36 +336,46 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 			_, _ = io.WriteString(w, "paid\n")
 		}
 	}
-	paymentURL, err := listen(payment)
+	var paymentHandler http.Handler = payment
+	if setup == SetupStormwatch {
+		paymentHandler = httpx.Middleware(payment) // the do-not-retry signal, server side
+	}
+	paymentURL, err := listen(paymentHandler)
 	if err != nil {
 		return StormResult{}, err
 	}
 
 	toPayment := &stormLayer{url: paymentURL, client: client}
-	var fb *fallback.Fallback
 	if setup == SetupNaive {
 		toPayment.attempts, toPayment.attemptTimeout, toPayment.pause = 3, s(1500*time.Millisecond), s(100*time.Millisecond)
 	} else {
 		rc := retry.DefaultConfig()
 		rc.MaxAttempts = 2
-		rc.MaxDuration = s(4 * time.Second)
 		rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: s(2 * time.Second)}
 		rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
 		rc.Idempotent = true
 		// order → payment: the one retry layer (2 attempts, 10% budget, 4s deadline), a breaker,
-		// a bulkhead, a per-attempt timeout and the fallback "payment pending".
-		if toPayment.p, err = reg.Pipeline("payment-service", instrument.PipelineConfig{
-			Retry: &rc,
-			Breaker: &breaker.Config{
-				Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: s(5 * time.Second),
-			},
-			Bulkhead: &bulkhead.Config{MaxConcurrent: 30, MaxWait: s(200 * time.Millisecond)},
-			Timeout:  &timeout.Config{Timeout: s(2 * time.Second)},
-			Fallback: &fallback.Config{},
-		}); err != nil {
+		// a bulkhead, a per-attempt timeout and the fallback "payment pending", through an httpx
+		// transport.
+		payTr, err := httpx.NewTransport(transport, httpx.WithRegistry(reg), httpx.WithKey(constKey("payment-service")),
+			httpx.WithPipeline(instrument.PipelineConfig{
+				Retry: &rc,
+				Breaker: &breaker.Config{
+					Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: s(5 * time.Second),
+				},
+				Bulkhead: &bulkhead.Config{MaxConcurrent: 30, MaxWait: s(200 * time.Millisecond)},
+				Timeout:  &timeout.Config{Timeout: s(2 * time.Second)},
+				Fallback: &fallback.Config{On: fallbackCauses},
+			}),
+			httpx.WithFallback(func(req *http.Request, _ fallback.Cause, _ error) (*http.Response, error) {
+				const pending = "payment pending (check later)\n"
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
+					Body: io.NopCloser(strings.NewReader(pending)), ContentLength: int64(len(pending))}, nil
+			}))
+		if err != nil {
 			return StormResult{}, err
 		}
-		fb = toPayment.p.Fallback()
+		toPayment.client = &http.Client{Transport: payTr, Timeout: s(4 * time.Second)} // the call's deadline
 	}
 	order := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(requestIDHeader)
@@ -380,8 +387,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 			_, _ = io.WriteString(w, "ordered\n")
 			return
 		}
-		degraded, err := fb.Do(r.Context(), func(ctx context.Context) error { return toPayment.stormwatchCall(ctx, id) },
-			func(context.Context, fallback.Cause, error) error { return nil })
+		degraded, err := toPayment.send(r.Context(), id)
 		if err != nil {
 			http.Error(w, "payment failed", http.StatusBadGateway)
 			return

@@ -381,7 +381,7 @@ func showStatus(ctx context.Context, cfg Config, deps []*dependency, start time.
 
 // statusBlock is the header and one line per dependency. prev == nil shows no rates.
 func statusBlock(cfg Config, deps []*dependency, start time.Time, phase string, prev []depCounts, elapsed time.Duration) []string {
-	lines := []string{header(cfg.Scenario, phase, time.Since(start), cfg.Speed)}
+	lines := []string{header(cfg.Scenario, phase, time.Since(start), cfg.Speed), columns(prev == nil)}
 	for i, d := range deps {
 		p := depCounts{}
 		if prev != nil {

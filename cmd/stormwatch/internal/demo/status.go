@@ -29,9 +29,16 @@ func (b *board) erase() {
 	}
 }
 
-// draw writes the block. Called with mu held.
+// termWidth is the most a line of the block may take on a terminal: a wrapped line would
+// break the redraw, and 80 columns is the narrowest terminal in common use.
+const termWidth = 79
+
+// draw writes the block, each line cut to termWidth. Called with mu held.
 func (b *board) draw() {
 	for _, l := range b.lines {
+		if r := []rune(l); len(r) > termWidth {
+			l = string(r[:termWidth-1]) + "…"
+		}
 		fmt.Fprintf(b.out, "\x1b[2K%s\n", l)
 	}
 	b.drawn = len(b.lines)
@@ -125,7 +132,7 @@ func (d *dependency) counts() depCounts {
 }
 
 // statusLine is one dependency's line: breaker state, request and retry rates since the last
-// line, rejections and fallbacks (totals).
+// line (or, with elapsed 0, the totals), rejections (breaker and bulkhead) and fallbacks.
 func statusLine(name string, now, prev depCounts, elapsed time.Duration) string {
 	rate := func(a, b uint64) float64 {
 		if elapsed <= 0 || a < b {
@@ -133,18 +140,25 @@ func statusLine(name string, now, prev depCounts, elapsed time.Duration) string 
 		}
 		return float64(a-b) / elapsed.Seconds()
 	}
-	rates := fmt.Sprintf("%6.1f req/s  retries %5.1f/s", rate(now.calls, prev.calls), rate(now.retries, prev.retries))
-	if elapsed <= 0 {
-		rates = fmt.Sprintf("%6d calls  retries %7d", now.calls, now.retries)
+	if elapsed <= 0 { // no rates: totals
+		return fmt.Sprintf("%-15s %-11s %8d %8d %9d %10d", name, now.state, now.calls, now.retries, now.notPermitted+now.bulkheadFull, now.fallbacks)
 	}
-	return fmt.Sprintf("%-15s breaker %-9s %s  rejected %5d (breaker %d, bulkhead %d)  fallbacks %5d  timed out %d",
-		name, now.state, rates, now.notPermitted+now.bulkheadFull, now.notPermitted, now.bulkheadFull, now.fallbacks, now.timedOut)
+	return fmt.Sprintf("%-15s %-11s %8.1f %8.1f %9d %10d", name, now.state, rate(now.calls, prev.calls), rate(now.retries, prev.retries),
+		now.notPermitted+now.bulkheadFull, now.fallbacks)
+}
+
+// columns titles the status lines; totals (at the end of a run) replace the rates.
+func columns(totals bool) string {
+	if totals {
+		return fmt.Sprintf("%-15s %-11s %8s %8s %9s %10s", "dependency", "breaker", "calls", "retries", "rejected", "fallbacks")
+	}
+	return fmt.Sprintf("%-15s %-11s %8s %8s %9s %10s", "dependency", "breaker", "req/s", "retry/s", "rejected", "fallbacks")
 }
 
 // header is the first line of the block: scenario, phase, time.
 func header(scenario, phase string, elapsed time.Duration, speed float64) string {
 	demoTime := time.Duration(float64(elapsed) * speed).Truncate(time.Second)
-	return fmt.Sprintf("── %s · %s · t=%s (demo time, ×%s) %s", scenario, phase, demoTime, trimFloat(speed), strings.Repeat("─", 10))
+	return fmt.Sprintf("── %s ×%s t=%s · %s ", scenario, trimFloat(speed), demoTime, phase)
 }
 
 func trimFloat(f float64) string { return strings.TrimSuffix(fmt.Sprintf("%g", f), ".0") }

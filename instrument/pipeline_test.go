@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
@@ -21,6 +22,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
+
+// The pipeline starts no goroutines; its tests start some, and every one must end.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // guard bounds every blocking wait of these tests.
 const guard = 10 * time.Second

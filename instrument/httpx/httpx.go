@@ -347,10 +347,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s.rewindable = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	h := instrument.Hooks[*http.Response]{
-		Endpoint: t.endpoint(s.req),
-		Check:    s.check,
-		Discard:  retry.DiscardResponse,
-		Retain:   retain,
+		Check:   s.check,
+		Discard: retry.DiscardResponse,
+		Retain:  retain,
+	}
+	if t.reg.Events().Retries.Active() { // the endpoint only appears in retry events
+		h.Endpoint = t.endpoint(s.req)
 	}
 	var fb fallback.Func[*http.Response]
 	if t.fallback != nil {

@@ -362,11 +362,14 @@ type Hooks[T any] struct {
 	// Discard releases the value of an attempt that is dropped: one the retry repeats, or the
 	// last one when the fallback replaces it. For HTTP, retry.DiscardResponse.
 	Discard func(v T)
-	// Retain lets an attempt's value outlive the attempt when a Timeout layer is present: the
-	// attempt's context stays alive, and release — to be called exactly once — ends it. Retain
-	// returns the value to use; for HTTP, a response whose body calls release when closed, so
-	// that the body can still be read under the attempt's deadline. Without Retain the attempt's
-	// context ends when the attempt returns.
+	// Status returns the HTTP status of a successful value, for the retry's "succeeded" event.
+	Status func(v T) int
+	// Retain lets a value outlive the contexts created for it — the Timeout layer's attempt
+	// context, and the retry's AttemptTimeout and MaxDuration contexts: they stay alive, and
+	// release — to be called exactly once — ends them. Retain returns the value to use; for
+	// HTTP, a response whose body calls release when closed, so that the body can still be read
+	// under the deadline. Retain may be called twice for one value (once per layer that created
+	// contexts). Without Retain the contexts end when the layers return.
 	Retain func(v T, release func()) T
 }
 
@@ -455,7 +458,12 @@ func run[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T]) 
 	}
 	return retry.CallWith(ctx, p.retry, func(ctx context.Context) (T, error) {
 		return attempt(ctx, p, f, h, true)
-	}, retry.Hooks[T]{Endpoint: h.Endpoint, Discard: h.Discard})
+	}, retryHooks(h))
+}
+
+// retryHooks passes the hooks the retry layer uses; Check has already run inside the attempt.
+func retryHooks[T any](h Hooks[T]) retry.Hooks[T] {
+	return retry.Hooks[T]{Endpoint: h.Endpoint, Discard: h.Discard, Status: h.Status, Bind: h.Retain}
 }
 
 // breakerAroundRetry is the BreakerPerCall order: one breaker permit for the whole logical call.
@@ -472,7 +480,7 @@ func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f 
 	}()
 	v, err = retry.CallWith(ctx, p.retry, func(ctx context.Context) (T, error) {
 		return attempt(ctx, p, f, h, false)
-	}, retry.Hooks[T]{Endpoint: h.Endpoint, Discard: h.Discard})
+	}, retryHooks(h))
 	completed = true
 	permit.Done(err)
 	return v, err

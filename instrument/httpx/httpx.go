@@ -126,9 +126,8 @@ func WithRegistry(reg *instrument.Registry) Option {
 }
 
 // WithPipeline sets the configuration of every key's pipeline (default [DefaultPipeline]). The
-// retry's AttemptTimeout and MaxDuration must be zero: use the Timeout layer for a per-attempt
-// limit and the request's context (or http.Client.Timeout) for the total deadline, both of
-// which keep the returned body readable.
+// returned response's body stays readable under every deadline of the pipeline (the Timeout
+// layer's, the retry's MaxDuration) until it is closed.
 func WithPipeline(cfg instrument.PipelineConfig) Option {
 	return func(t *Transport) error {
 		t.cfg = cfg
@@ -266,14 +265,6 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 		}
 		t.reg = reg
 	}
-	if rc := t.cfg.Retry; rc != nil {
-		if rc.AttemptTimeout != 0 {
-			return nil, fmt.Errorf("httpx: PipelineConfig.Retry.AttemptTimeout = %v: use PipelineConfig.Timeout for the per-attempt limit (it keeps the response body readable)", rc.AttemptTimeout)
-		}
-		if rc.MaxDuration != 0 {
-			return nil, fmt.Errorf("httpx: PipelineConfig.Retry.MaxDuration = %v: bound the whole call with the request's context or http.Client.Timeout (they keep the response body readable)", rc.MaxDuration)
-		}
-	}
 	if t.fallback != nil && t.cfg.Fallback == nil {
 		t.cfg.Fallback = &fallback.Config{}
 	}
@@ -349,6 +340,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h := instrument.Hooks[*http.Response]{
 		Check:   s.check,
 		Discard: retry.DiscardResponse,
+		Status:  responseStatus,
 		Retain:  retain,
 	}
 	if t.reg.Events().Retries.Active() { // the endpoint only appears in retry events
@@ -529,6 +521,13 @@ func FromFallback(resp *http.Response) (fallback.Cause, bool) {
 	}
 	v := resp.Header.Get(FallbackHeader)
 	return fallback.Cause(v), v != ""
+}
+
+func responseStatus(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
 }
 
 // retain keeps the attempt's context alive while the returned body is read: closing the body,

@@ -524,9 +524,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func TestOptionsAreValidated(t *testing.T) {
 	rc := retry.DefaultConfig()
-	withAttemptTimeout, withMaxDuration := rc, rc
+	withAttemptTimeout := rc
 	withAttemptTimeout.AttemptTimeout = time.Second
-	withMaxDuration.MaxDuration = time.Second
 	tests := []struct {
 		name string
 		opt  Option
@@ -539,8 +538,8 @@ func TestOptionsAreValidated(t *testing.T) {
 		{"nil fallback", WithFallback(nil), "WithFallback(nil)"},
 		{"bad timeout header", WithTimeoutHeader("X Timeout"), `WithTimeoutHeader("X Timeout"): not a valid header name`},
 		{"bad signal header", WithRetryDisabledHeader(""), `WithRetryDisabledHeader(""): not a valid header name`},
-		{"attempt timeout", WithPipeline(instrument.PipelineConfig{Retry: &withAttemptTimeout}), "PipelineConfig.Retry.AttemptTimeout = 1s"},
-		{"max duration", WithPipeline(instrument.PipelineConfig{Retry: &withMaxDuration}), "PipelineConfig.Retry.MaxDuration = 1s"},
+		{"attempt timeout twice", WithPipeline(instrument.PipelineConfig{Retry: &withAttemptTimeout, Timeout: &timeout.Config{Timeout: time.Second}}),
+			"Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt"},
 		{"invalid layer", WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{}}), `Bulkhead: bulkhead "pipeline": MaxConcurrent = 0`},
 	}
 	for _, tt := range tests {
@@ -643,19 +642,35 @@ func TestMiddlewareSuccessIsNeverMarked(t *testing.T) {
 	assert.Equal(t, "true", rec.Header().Get("X-No-Retry"))
 }
 
-func TestBodyStaysReadableUnderTheAttemptDeadline(t *testing.T) {
-	srv := newServer(t, func(_ int64, w http.ResponseWriter, _ *http.Request, _ <-chan struct{}) {
+func TestBodyStaysReadableUnderThePipelinesDeadlines(t *testing.T) {
+	srv := newServer(t, func(n int64, w http.ResponseWriter, _ *http.Request, _ <-chan struct{}) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.(http.Flusher).Flush()
 		_, _ = io.WriteString(w, strings.Repeat("x", 100_000))
 	})
-	tr := newTransport(t, newTracker(t), WithPipeline(instrument.PipelineConfig{
-		Retry: fastRetry(1), Timeout: &timeout.Config{Timeout: 5 * time.Second},
-	}))
-	resp, err := tr.RoundTrip(request(t, context.Background(), http.MethodGet, srv.URL, ""))
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	assert.Len(t, body, 100_000)
-	require.NoError(t, resp.Body.Close())
+	withMaxDuration := fastRetry(2)
+	withMaxDuration.MaxDuration = 5 * time.Second
+	withAttemptTimeout := fastRetry(2)
+	withAttemptTimeout.AttemptTimeout = 5 * time.Second
+	for name, cfg := range map[string]instrument.PipelineConfig{
+		"timeout layer":         {Retry: fastRetry(2), Timeout: &timeout.Config{Timeout: 5 * time.Second}},
+		"retry MaxDuration":     {Retry: withMaxDuration, Timeout: &timeout.Config{Timeout: time.Second}},
+		"retry AttemptTimeout":  {Retry: withAttemptTimeout},
+		"breaker outside retry": {Order: instrument.BreakerPerCall, Retry: withMaxDuration, Breaker: &breaker.Config{}, Timeout: &timeout.Config{Timeout: time.Second}},
+	} {
+		srv.hits.Store(0)
+		tr := newTransport(t, newTracker(t), WithPipeline(cfg))
+		resp, err := tr.RoundTrip(request(t, context.Background(), http.MethodGet, srv.URL, ""))
+		require.NoError(t, err, name)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, name)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err, "%s: the body is read after every layer returned", name)
+		assert.Len(t, body, 100_000, name)
+		require.NoError(t, resp.Body.Close())
+	}
 }
 
 func TestPOSTIsRetriedWhenItNeverLeft(t *testing.T) {

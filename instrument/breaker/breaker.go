@@ -262,7 +262,10 @@ func (b *Breaker) Allow() (done func(err error), err error) {
 // counted as ignored, returns a half-open permit and propagates.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
 	if e := b.cur.Load(); e.state == Closed {
-		if s := b.set.Load(); !s.timed && !s.outcomes.Active() {
+		if s := b.set.Load(); !s.outcomes.Active() {
+			if s.timed {
+				return b.doClosedTimed(ctx, e, fn)
+			}
 			return b.doClosed(ctx, e, fn)
 		}
 	}
@@ -294,6 +297,22 @@ func (b *Breaker) doClosed(ctx context.Context, e *epoch, fn func(context.Contex
 	err := fn(ctx)
 	completed = true
 	b.finish(e, false, err, 0, false)
+	return err
+}
+
+// doClosedTimed is doClosed for a breaker that measures durations.
+func (b *Breaker) doClosedTimed(ctx context.Context, e *epoch, fn func(context.Context) error) error {
+	start := b.now()
+	completed := false
+	defer func() {
+		if !completed {
+			Permit{b: b, e: e, timed: true, start: start}.abandon()
+		}
+	}()
+	err := fn(ctx)
+	completed = true
+	end := b.now()
+	b.finishAt(e, false, err, end-start, true, end)
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,7 +124,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Scenario == "" {
 		cfg.Scenario = DefaultScenario
 	}
-	if !contains(ScenarioNames, cfg.Scenario) {
+	if !slices.Contains(ScenarioNames, cfg.Scenario) {
 		return cfg, usagef("--scenario %q: want one of %s", cfg.Scenario, strings.Join(ScenarioNames, "|"))
 	}
 	if cfg.Speed == 0 {

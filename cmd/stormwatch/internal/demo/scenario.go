@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -131,7 +132,7 @@ func (s Scenario) validate() error {
 	}
 	for _, p := range s.Phases {
 		for dep, f := range p.Faults {
-			if !contains(Dependencies, dep) {
+			if !slices.Contains(Dependencies, dep) {
 				return fmt.Errorf("demo: scenario %q, phase %q: unknown dependency %q", s.Name, p.Name, dep)
 			}
 			if err := f.validate(); err != nil {
@@ -148,15 +149,6 @@ func (p Phase) fault(dep string) Fault {
 		return f
 	}
 	return Steady
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // scaleDuration divides d by speed.

@@ -199,20 +199,21 @@ func waitHTTP(t *testing.T, rawURL string, timeout time.Duration, p *process) {
 
 var metricsURL = regexp.MustCompile(`metrics on (http://(127\.0\.0\.1:\d+)/metrics)`)
 
-// startDemo runs `stormwatch demo` on a free loopback port and returns it with its
-// host:port once it serves /metrics.
-func startDemo(t *testing.T, dir, bin, name string, args ...string) (*process, string, time.Time) {
+// startDemo runs `stormwatch demo` on addr and returns it with the time it started serving
+// /metrics (the start of its script).
+func startDemo(t *testing.T, dir, bin, name, addr string, args ...string) (*process, time.Time) {
 	t.Helper()
 	lines := make(chan string, 256)
-	p := start(t, dir, name, bin, lines, append([]string{"demo", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	p := start(t, dir, name, bin, lines, append([]string{"demo", "--listen", addr, "--log-format", "json"}, args...)...)
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case l := <-lines:
 			if m := metricsURL.FindStringSubmatch(l); m != nil {
 				started := time.Now()
+				require.Equal(t, addr, m[2])
 				waitHTTP(t, m[1], 10*time.Second, p)
-				return p, m[2], started
+				return p, started
 			}
 		case <-timeout:
 			t.Fatalf("%s printed no metrics URL:\n%s", name, p.tail(20))
@@ -396,10 +397,9 @@ func TestDemoOnRealPrometheus(t *testing.T) {
 	queries := dashboardQueries(t, filepath.Join(dir, "out", "dashboards"))
 	t.Logf("%d dashboard queries", len(queries))
 
-	outage, outageAddr, outageStarted := startDemo(t, dir, bin, "demo-outage",
-		"--scenario", "outage", "--speed", strconv.FormatFloat(speed, 'f', -1, 64), "--duration", "10m")
-	steady, steadyAddr, _ := startDemo(t, dir, bin, "demo-steady", "--scenario", "steady", "--duration", "10m")
-
+	// Prometheus first, so that it scrapes the demos from their first second.
+	outageAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	steadyAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	promPort := freePort(t)
 	promConfig := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -422,6 +422,10 @@ scrape_configs:
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort),
 		"--log.level=warn")
 	waitHTTP(t, prom+"/-/ready", 60*time.Second, server)
+
+	steady, _ := startDemo(t, dir, bin, "demo-steady", steadyAddr, "--scenario", "steady", "--duration", "10m")
+	outage, outageStarted := startDemo(t, dir, bin, "demo-outage", outageAddr,
+		"--scenario", "outage", "--speed", strconv.FormatFloat(speed, 'f', -1, 64), "--duration", "10m")
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, p := range []*process{server, outage, steady} {
@@ -429,9 +433,6 @@ scrape_configs:
 			}
 		}
 	})
-	if since := time.Since(outageStarted); since > faultStart-3*time.Second {
-		t.Fatalf("set-up took too long: the outage demo has run %s, its fault starts at %s", since, faultStart)
-	}
 
 	firedAt := map[string]time.Duration{}    // alert → when it first fired (since the demo started)
 	resolvedAt := map[string]time.Duration{} // alert → when it was gone after the fault

@@ -1,0 +1,52 @@
+package demo_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/cmd/stormwatch/internal/demo"
+	"github.com/stormwatch-go/stormwatch/instrument"
+)
+
+// Run the steady scenario for a second on a free loopback port, then read the registry: every
+// dependency's breaker is still closed.
+func ExampleRun() {
+	reg, _ := instrument.NewRegistry()
+	err := demo.Run(context.Background(), demo.Config{
+		Listen:   "127.0.0.1:0",
+		Scenario: demo.ScenarioSteady,
+		Duration: time.Second,
+		Registry: reg, // Stdout and Stderr nil: status and retry log discarded
+	})
+	fmt.Println("err:", err)
+	for _, b := range reg.Breakers() {
+		fmt.Println(b.Name, b.Value.State())
+	}
+	// Output:
+	// err: <nil>
+	// inventory closed
+	// payments closed
+	// recommendations closed
+}
+
+// The outage scenario's script, in demo time (--speed divides it).
+func ExampleLookupScenario() {
+	sc, _ := demo.LookupScenario(demo.ScenarioOutage)
+	for _, p := range sc.Phases {
+		fmt.Printf("from %s: %s\n", p.At, p.Name)
+	}
+	// Output:
+	// from 0s: healthy
+	// from 15s: payments down, inventory flaky, recommendations slow
+	// from 1m15s: recovered
+}
+
+// Only loopback addresses are accepted for /metrics.
+func ExampleCheckLoopback() {
+	fmt.Println(demo.CheckLoopback("127.0.0.1:9464"))
+	fmt.Println(demo.CheckLoopback("0.0.0.0:9464"))
+	// Output:
+	// <nil>
+	// --listen "0.0.0.0:9464": the demo only listens on a loopback address (127.0.0.1, ::1 or localhost), not "0.0.0.0"
+}

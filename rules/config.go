@@ -68,7 +68,13 @@ type Config struct {
 	// Format selects a plain rule file or a PrometheusRule manifest; "" means
 	// FormatPrometheus.
 	Format Format
+	// DashboardTitlePrefix is the title prefix of the generated Grafana dashboards, which the
+	// runbooks point at ("<prefix> / Overview"); "" means DefaultDashboardTitlePrefix.
+	DashboardTitlePrefix string
 }
+
+// DefaultDashboardTitlePrefix is the dashboards' default title prefix.
+const DefaultDashboardTitlePrefix = "stormwatch"
 
 // AlertConfig overrides the defaults of one alert. Nil pointers and empty strings keep the
 // default.
@@ -121,6 +127,7 @@ type resolved struct {
 	runbookBase string
 	format      Format
 	alerts      map[string]settings
+	dashboard   string // title of the Overview dashboard
 }
 
 // Validate reports the first problem of cfg as a *FieldError, or nil.
@@ -194,6 +201,12 @@ func (cfg Config) resolve() (*resolved, error) {
 		return nil, fieldErr("runbook_base_url", cfg.RunbookBaseURL, "%q must not have a query or fragment (the alert name is appended as a path element)", cfg.RunbookBaseURL)
 	}
 	r.runbookBase = strings.TrimSuffix(r.runbookBase, "/")
+
+	r.dashboard = cfg.DashboardTitlePrefix
+	if r.dashboard == "" {
+		r.dashboard = DefaultDashboardTitlePrefix
+	}
+	r.dashboard += " / Overview"
 
 	switch cfg.Format {
 	case "":

@@ -274,12 +274,15 @@ func TestRunbooks(t *testing.T) {
 		}
 		md, ok := paths["runbooks/"+name+"/README.md"]
 		require.True(t, ok, name)
-		for _, section := range []string{"# " + name, "## What it means", "## Impact", "## Likely causes", "## Investigate", "## Mitigate", "```promql", dashboardName, "## Alert definition"} {
+		for _, section := range []string{"# " + name, "## What it means", "## Impact", "## Likely causes", "## Investigate", "## Mitigate", "```promql", "stormwatch / Overview", "## Alert definition"} {
 			assert.Contains(t, md, section, name)
 		}
 		assert.Contains(t, md, `job="checkout"`, "%s: queries use the selector", name)
 		assert.Contains(t, paths["runbooks/README.md"], "["+name+"]("+name+"/README.md)")
 	}
+	files, err = GenerateRunbooks(Config{DashboardTitlePrefix: "Checkout"})
+	require.NoError(t, err)
+	assert.Contains(t, string(files[1].Data), "Dashboard **Checkout / Overview**")
 }
 
 func TestRunbookCausesCoverTheSeeds(t *testing.T) {

@@ -18,14 +18,13 @@ type File struct {
 // RunbookDir is the directory, relative to the output directory, that holds the runbooks.
 const RunbookDir = "runbooks"
 
-// The dashboard the runbooks point at, and its rows.
+// The rows of the Overview dashboard the runbooks point at.
 const (
-	dashboardName = "stormwatch / Overview"
-	rowBreakers   = "Circuit breakers"
-	rowRetries    = "Retries"
-	rowBulkheads  = "Bulkheads"
-	rowFallbacks  = "Fallbacks"
-	rowTimeouts   = "Timeouts"
+	rowBreakers  = "Circuit breakers"
+	rowRetries   = "Retries"
+	rowBulkheads = "Bulkheads"
+	rowFallbacks = "Fallbacks"
+	rowTimeouts  = "Timeouts"
 )
 
 // runbook is the hand-written part of one alert's runbook.
@@ -89,7 +88,7 @@ func (r *resolved) runbook(sp alertSpec, s settings) []byte {
 	for _, q := range rb.queries(r, s) {
 		p("%s\n\n```promql\n%s\n```\n\n", q.what, q.expr)
 	}
-	p("Dashboard **%s** (filter the `job` and `name` variables to the alert's labels):\n\n", dashboardName)
+	p("Dashboard **%s** (filter the `job` and `name` variables to the alert's labels):\n\n", r.dashboard)
 	for _, pn := range rb.panels {
 		p("- row *%s*, panel **%s**\n", pn.row, pn.title)
 	}

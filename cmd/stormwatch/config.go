@@ -249,6 +249,7 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 	}
 	c.dashboards.Namespace = c.rules.Namespace
 	c.dashboards.Selector = c.rules.Selector
+	c.rules.DashboardTitlePrefix = c.dashboards.TitlePrefix
 	return nil
 }
 

@@ -225,6 +225,9 @@ dashboards:
 	require.NoError(t, err)
 	assert.Contains(t, string(dash), `acme_circuitbreaker`)
 	assert.Contains(t, string(dash), `job=\"checkout\"`)
+	rb, err := os.ReadFile(filepath.Join(dir, "out", "runbooks", "RetryRateHigh", "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(rb), "Dashboard **Checkout / Overview**", "runbooks point at the configured dashboard title")
 
 	// An empty namespace means no prefix.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty-ns.yaml"), []byte("namespace: \"\"\n"), 0o644))

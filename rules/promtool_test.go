@@ -80,6 +80,19 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 				AlertSlowCallRateHigh:       {Threshold: ptr(1.0)},
 			},
 		},
+		"longer durations": {
+			Alerts: map[string]AlertConfig{
+				AlertStuckOpen:            {For: ptr(5 * time.Minute), KeepFiringFor: ptr(2 * time.Minute)},
+				AlertFlapping:             {For: ptr(2 * time.Minute), KeepFiringFor: ptr(time.Duration(0))},
+				AlertOpenFleetWide:        {For: ptr(5 * time.Minute), KeepFiringFor: ptr(3 * time.Minute)},
+				AlertRetryRateSpike:       {For: ptr(10 * time.Minute)},
+				AlertRetryBudgetExhausted: {For: ptr(10 * time.Minute), KeepFiringFor: ptr(5 * time.Minute)},
+				AlertRetriesNotRescuing:   {For: ptr(15 * time.Minute)},
+				AlertBulkheadSaturated:    {For: ptr(30 * time.Minute)},
+				AlertFallbackSustained:    {For: ptr(30 * time.Minute), KeepFiringFor: ptr(5 * time.Minute)},
+				AlertSlowCallRateHigh:     {For: ptr(20 * time.Minute), KeepFiringFor: ptr(10 * time.Minute)},
+			},
+		},
 		"no namespace, some disabled": {
 			Namespace: NoNamespace, GroupBy: []string{"name"},
 			Alerts: map[string]AlertConfig{

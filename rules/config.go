@@ -153,6 +153,11 @@ func (cfg Config) resolve() (*resolved, error) {
 	if err != nil {
 		return nil, fieldErr("selector", cfg.Selector, "%q: %v", cfg.Selector, err)
 	}
+	for _, m := range ms {
+		if m.Label == labelInstance && !m.Matches("") {
+			return nil, fieldErr("selector", cfg.Selector, "%q: matcher %s would drop every recorded series: they are aggregated across instances (select instances with != or !~, or scrape them under their own job)", cfg.Selector, m)
+		}
+	}
 	r.matchers = ms
 
 	gb := cfg.GroupBy

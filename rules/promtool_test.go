@@ -63,7 +63,7 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 	configs := map[string]Config{
 		"defaults": {},
 		"custom": {
-			Namespace: "acme", Selector: `job=~"checkout|cart", env="prod", team!="x"`, GroupBy: []string{"cluster", "job", "name"},
+			Namespace: "acme", Selector: `job=~"checkout|cart", env="prod", team!="x", instance!="10.0.0.9:9464"`, GroupBy: []string{"cluster", "job", "name"},
 			RunbookBaseURL: "https://wiki.example.com/rb",
 			Alerts: map[string]AlertConfig{
 				AlertStuckOpen:              {Threshold: ptr(300.0), For: ptr(2 * time.Minute), KeepFiringFor: ptr(time.Minute)},

@@ -38,9 +38,9 @@ type breakerPart struct {
 
 	mu     sync.Mutex
 	series map[*breaker.Breaker]*breakerSeries
-	// aligned caches the series of the last registry snapshot seen, in its order.
-	alignedFor *instrument.Named[*breaker.Breaker]
-	alignedLen int
+	// aligned caches the series of the last registry snapshot seen (alignedFor, kept
+	// referenced so that its array cannot be reused by a later snapshot), in its order.
+	alignedFor []instrument.Named[*breaker.Breaker]
 	aligned    []*breakerSeries
 }
 
@@ -246,7 +246,7 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.alignedFor == &list[0] && p.alignedLen == len(list) {
+	if len(p.alignedFor) == len(list) && &p.alignedFor[0] == &list[0] {
 		return p.aligned
 	}
 	out := make([]*breakerSeries, len(list))
@@ -258,7 +258,7 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 		}
 		out[i] = s
 	}
-	p.alignedFor, p.alignedLen, p.aligned = &list[0], len(list), out
+	p.alignedFor, p.aligned = list, out
 	return out
 }
 

@@ -319,6 +319,30 @@ func (b *Breaker) doClosedTimed(ctx context.Context, e *epoch, fn func(context.C
 // Call runs fn through b and returns its value: like [Breaker.Do] for functions with a result.
 // A slow success still returns its value; it only counts as slow for the breaker.
 func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
+	if e := b.cur.Load(); e.state == Closed {
+		if s := b.set.Load(); !s.outcomes.Active() {
+			// The closed path of Do, without building a Permit.
+			p := Permit{b: b, e: e, timed: s.timed}
+			if p.timed {
+				p.start = b.now()
+			}
+			completed := false
+			defer func() {
+				if !completed {
+					p.abandon()
+				}
+			}()
+			v, err := fn(ctx)
+			completed = true
+			if p.timed {
+				end := b.now()
+				b.finishAt(e, false, err, end-p.start, true, end)
+			} else {
+				b.finish(e, false, err, 0, false)
+			}
+			return v, err
+		}
+	}
 	p, err := b.Acquire()
 	if err != nil {
 		var zero T

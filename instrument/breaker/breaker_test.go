@@ -896,3 +896,33 @@ func TestConcurrentExactAccounting(t *testing.T) {
 	assert.Equal(t, made.Load(), sum+sn.NotPermitted, "every call counted exactly once")
 	assert.NotZero(t, sn.Transitions[Closed][Open], "the run exercised trips")
 }
+
+func TestClosedPathAllocatesNothing(t *testing.T) {
+	for _, cfg := range []Config{
+		{DisableDurationHistogram: true},
+		{},
+		{SlowCallDuration: time.Second},
+		{Window: TimeBased},
+		{Window: ConsecutiveFailures},
+	} {
+		b, err := New("dep", cfg)
+		require.NoError(t, err)
+		fn := func(context.Context) (int, error) { return 1, nil }
+		allocs := testing.AllocsPerRun(1000, func() {
+			_ = b.Do(ctx, ok)
+			_, _ = Call(ctx, b, fn)
+			p, err := b.Acquire()
+			if err == nil {
+				p.Done(nil)
+			}
+		})
+		assert.Zero(t, allocs, "%+v", cfg)
+	}
+	b, err := New("dep", Config{DisableDurationHistogram: true})
+	require.NoError(t, err)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		if done, err := b.Allow(); err == nil {
+			done(nil)
+		}
+	}), "Allow on an untimed closed breaker")
+}

@@ -186,30 +186,10 @@ func probeBreaker(f breaker.Classifier, err error) (o breaker.Outcome) {
 	return f(err)
 }
 
-// BreakerOutcome is the circuit breaker classifier of pipelines (and of package httpx): it
-// counts a call's error the way package classify sees it. Errors marked with breaker.Ignore or
-// classify.Business, stormwatch's own rejections and the caller's cancellation are ignored;
-// errors that report an HTTP status the classifier does not call a breaker failure (4xx, 501,
-// 505: the dependency answered) are successes; every other error (5xx, 408, 429, timeouts,
-// connection and TLS failures, plain errors) is a failure.
-func BreakerOutcome(err error) breaker.Outcome {
-	if err == nil {
-		return breaker.OutcomeSuccess
-	}
-	if breaker.IsIgnored(err) {
-		return breaker.OutcomeIgnored
-	}
-	v := classify.ClassifyError(err, true)
-	if v.BreakerFailure {
-		return breaker.OutcomeFailure
-	}
-	var se classify.StatusError
-	if v.Class != classify.ClassRejected && v.Class != classify.ClassCanceled &&
-		errors.As(err, &se) && se.HTTPStatus() >= 400 {
-		return breaker.OutcomeSuccess
-	}
-	return breaker.OutcomeIgnored
-}
+// BreakerOutcome is the circuit breaker classifier of pipelines (and of package httpx). It is
+// breaker.DefaultClassify: errors are judged the way package classify sees them (4xx never
+// count as failures; rejections and the caller's cancellation are ignored).
+func BreakerOutcome(err error) breaker.Outcome { return breaker.DefaultClassify(err) }
 
 // Pipeline composes a retry, a circuit breaker, a bulkhead, a timeout and a fallback — each
 // optional — around calls to one dependency, in a fixed order (see [Order]):

@@ -926,3 +926,35 @@ func TestClosedPathAllocatesNothing(t *testing.T) {
 		}
 	}), "Allow on an untimed closed breaker")
 }
+
+type statusErr int
+
+func (s statusErr) Error() string   { return fmt.Sprintf("HTTP %d", int(s)) }
+func (s statusErr) HTTPStatus() int { return int(s) }
+
+func TestDefaultClassifyFollowsFailureClassification(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Outcome
+	}{
+		{"404: the dependency answered", statusErr(404), OutcomeSuccess},
+		{"401", statusErr(401), OutcomeSuccess},
+		{"501 permanent", statusErr(501), OutcomeSuccess},
+		{"503", statusErr(503), OutcomeFailure},
+		{"429", statusErr(429), OutcomeFailure},
+		{"408", statusErr(408), OutcomeFailure},
+		{"own rejection", &OpenError{Name: "x"}, OutcomeIgnored},
+		{"plain error", errBoom, OutcomeFailure},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, DefaultClassify(tt.err), tt.name)
+	}
+
+	b, _, _ := newTest(t, Config{WindowSize: 10, MinCalls: 1})
+	for i := 0; i < 5; i++ {
+		_ = b.Do(ctx, func(context.Context) error { return statusErr(404) })
+	}
+	assert.Equal(t, Closed, b.State(), "4xx never trip a standalone breaker")
+	assert.Equal(t, uint64(5), b.Calls(Successful))
+}

@@ -1,8 +1,8 @@
 package breaker
 
 import (
-	"context"
 	"errors"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"math/rand/v2"
 )
 
@@ -23,17 +23,33 @@ const (
 // Classifier decides the outcome of a call that returned a non-nil error.
 type Classifier func(err error) Outcome
 
-// DefaultClassify is the default [Classifier]: errors marked with [Ignore] and context.Canceled
-// (the caller gave up, which says nothing about the dependency) are ignored; every other error
-// is a failure, including context.DeadlineExceeded (the dependency was too slow).
+// DefaultClassify is the default [Classifier]. It applies the failure classification of
+// package classify (SPEC §2), so a breaker judges errors the same way the retry does:
+//   - nil is a success;
+//   - errors marked with [Ignore] or classify.Business, the caller's cancellation, and
+//     stormwatch's own rejections (an open breaker, a full bulkhead) are ignored: they say
+//     nothing about the dependency;
+//   - an HTTP error status that is not a breaker failure (4xx other than 408 and 429, 501, 505)
+//     is a success: the dependency answered;
+//   - everything else — 5xx, 408, 429, timeouts (context.DeadlineExceeded), connection and TLS
+//     failures, any other error — is a failure.
 func DefaultClassify(err error) Outcome {
-	switch {
-	case err == nil:
+	if err == nil {
 		return OutcomeSuccess
-	case IsIgnored(err), errors.Is(err, context.Canceled):
+	}
+	if IsIgnored(err) {
 		return OutcomeIgnored
 	}
-	return OutcomeFailure
+	v := classify.ClassifyError(err, true)
+	if v.BreakerFailure {
+		return OutcomeFailure
+	}
+	var se classify.StatusError
+	if v.Class != classify.ClassRejected && v.Class != classify.ClassCanceled &&
+		errors.As(err, &se) && se.HTTPStatus() >= 400 {
+		return OutcomeSuccess
+	}
+	return OutcomeIgnored
 }
 
 // Ignore marks err as not a failure of the dependency (a business error such as "insufficient

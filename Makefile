@@ -52,7 +52,7 @@ conformance:
 
 ## e2e: real Prometheus 3.16 on 127.0.0.1 scraping examples/breaker, with generated rules.
 e2e: tools
-	$(GO) test -tags e2e -count=1 -timeout 4m -v ./e2e/
+	$(GO) test -tags e2e -count=1 -timeout 3m -v ./e2e/
 	$(GO) test -tags e2e -count=1 -timeout 10m -v ./cmd/stormwatch/internal/demo/e2e/
 
 ## demo: the first command to run — `stormwatch demo` on 127.0.0.1:9464 (override with DEMO_ARGS).

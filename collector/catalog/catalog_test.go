@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -106,5 +107,56 @@ func TestValidateNamespace(t *testing.T) {
 		err := ValidateNamespace(bad)
 		require.Error(t, err, bad)
 		assert.Contains(t, err.Error(), bad)
+	}
+}
+
+// TestREADMEMetricTableMatchesCatalog keeps the documentation and the catalog from drifting: every
+// catalog metric is documented in README.md with its type and labels, and every metric name the
+// README mentions is in the catalog.
+func TestREADMEMetricTableMatchesCatalog(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+
+	rows := map[string]string{}
+	for _, line := range strings.Split(readme, "\n") {
+		if m := regexp.MustCompile("^\\| `(resilience_[a-z_]+)` \\|").FindStringSubmatch(line); m != nil {
+			rows[m[1]] = line
+		}
+	}
+	for _, m := range All() {
+		name := m.FullName(DefaultNamespace)
+		row, ok := rows[name]
+		if !assert.True(t, ok, "README metric table lacks %s", name) {
+			continue
+		}
+		cells := strings.Split(row, "|")
+		require.GreaterOrEqual(t, len(cells), 5, row)
+		assert.Equal(t, m.Type.String(), strings.TrimSpace(cells[2]), "%s type", name)
+		var want []string
+		for _, l := range m.Labels {
+			if l.Name != LabelName {
+				want = append(want, "`"+l.Name+"`")
+			}
+		}
+		assert.Equal(t, strings.Join(want, ", "), strings.TrimSpace(cells[3]), "%s labels", name)
+	}
+	assert.Len(t, rows, len(All()), "README table rows")
+
+	for _, name := range regexp.MustCompile(`\bresilience_[a-z_]*[a-z]\b`).FindAllString(readme, -1) {
+		if name == "resilience_" {
+			continue
+		}
+		_, ok := Lookup(DefaultNamespace, name)
+		if !ok {
+			// prefixes such as resilience_circuitbreaker_* name a family, not a series
+			found := false
+			for _, m := range All() {
+				if full := m.FullName(DefaultNamespace); full == name || strings.HasPrefix(full, name+"_") {
+					found = true
+				}
+			}
+			assert.True(t, found, "README mentions %s, which the catalog does not define", name)
+		}
 	}
 }

@@ -16,7 +16,7 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI checks (formatting, vet, race-enabled unit tests, generated-rule checks).
-test: lint unit generated-check conformance
+test: tools lint unit generated-check conformance
 
 lint: fmt-check vet
 

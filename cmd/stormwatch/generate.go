@@ -22,8 +22,9 @@ const (
 
 // outFile is one file to write, relative to the output directory.
 type outFile struct {
-	path string
-	data []byte
+	// Path and Data are named as in rules.File and dashboards.File, so that those convert.
+	Path string
+	Data []byte
 }
 
 // target is one thing `generate` can produce; adding a generator is adding an entry.
@@ -78,25 +79,21 @@ func genTests(c *config) ([]outFile, error) {
 }
 
 func genRunbooks(c *config) ([]outFile, error) {
-	fs, err := rules.GenerateRunbooks(c.rules)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]outFile, len(fs))
-	for i, f := range fs {
-		out[i] = outFile{f.Path, f.Data}
-	}
-	return out, nil
+	return outFiles(rules.GenerateRunbooks(c.rules))
 }
 
 func genDashboards(c *config) ([]outFile, error) {
-	fs, err := dashboards.Generate(c.dashboards)
+	return outFiles(dashboards.Generate(c.dashboards))
+}
+
+// outFiles converts the files of a generator that returns several.
+func outFiles[F rules.File | dashboards.File](fs []F, err error) ([]outFile, error) {
 	if err != nil {
 		return nil, err
 	}
 	out := make([]outFile, len(fs))
 	for i, f := range fs {
-		out[i] = outFile{f.Path, f.Data}
+		out[i] = outFile(f)
 	}
 	return out, nil
 }
@@ -194,13 +191,13 @@ func generate(args []string, stdout, stderr io.Writer) error {
 
 // writeFile writes f under dir, creating directories; paths must stay inside dir.
 func writeFile(dir string, f outFile) error {
-	rel := filepath.FromSlash(f.path)
+	rel := filepath.FromSlash(f.Path)
 	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("refusing to write %q outside the output directory", f.path)
+		return fmt.Errorf("refusing to write %q outside the output directory", f.Path)
 	}
 	p := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(p, f.data, 0o644)
+	return os.WriteFile(p, f.Data, 0o644)
 }

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -56,21 +57,11 @@ type Backoff struct {
 }
 
 func (b Backoff) withDefaults() Backoff {
-	if b.Strategy == "" {
-		b.Strategy = FullJitter
-	}
-	if b.Base == 0 {
-		b.Base = DefaultBase
-	}
-	if b.Multiplier == 0 {
-		b.Multiplier = DefaultMultiplier
-	}
-	if b.Cap == 0 {
-		b.Cap = DefaultCap
-	}
-	if b.Factor == 0 {
-		b.Factor = DefaultFactor
-	}
+	b.Strategy = cmp.Or(b.Strategy, FullJitter)
+	b.Base = cmp.Or(b.Base, DefaultBase)
+	b.Multiplier = cmp.Or(b.Multiplier, DefaultMultiplier)
+	b.Cap = cmp.Or(b.Cap, DefaultCap)
+	b.Factor = cmp.Or(b.Factor, DefaultFactor)
 	return b
 }
 

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sync"
@@ -49,12 +50,8 @@ type BudgetConfig struct {
 }
 
 func (c BudgetConfig) withDefaults() BudgetConfig {
-	if c.Ratio == 0 {
-		c.Ratio = DefaultBudgetRatio
-	}
-	if c.Capacity == 0 {
-		c.Capacity = DefaultBudgetCapacity
-	}
+	c.Ratio = cmp.Or(c.Ratio, DefaultBudgetRatio)
+	c.Capacity = cmp.Or(c.Capacity, DefaultBudgetCapacity)
 	if c.MinRetriesPerSecond == 0 && !c.NoFloor {
 		c.MinRetriesPerSecond = DefaultMinRetriesPerSecond
 	}

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/http"
@@ -28,15 +29,9 @@ type RetryAfterConfig struct {
 }
 
 func (c RetryAfterConfig) withDefaults() RetryAfterConfig {
-	if c.Min == 0 {
-		c.Min = DefaultMinRetryAfter
-	}
-	if c.Max == 0 {
-		c.Max = DefaultMaxRetryAfter
-	}
-	if c.Jitter == 0 {
-		c.Jitter = DefaultRetryAfterJitter
-	}
+	c.Min = cmp.Or(c.Min, DefaultMinRetryAfter)
+	c.Max = cmp.Or(c.Max, DefaultMaxRetryAfter)
+	c.Jitter = cmp.Or(c.Jitter, DefaultRetryAfterJitter)
 	return c
 }
 

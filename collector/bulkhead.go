@@ -42,10 +42,6 @@ func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(st.Waiting), name)
 		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Permitted), name, catalog.BulkheadPermitted)
 		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Rejected), name, catalog.BulkheadRejected)
-		buckets := make(map[float64]uint64, len(st.Wait.Bounds))
-		for i, b := range st.Wait.Bounds {
-			buckets[b] = st.Wait.Counts[i]
-		}
-		ch <- prometheus.MustNewConstHistogram(p.waitDuration, st.Wait.Count, st.Wait.Sum, buckets, name)
+		ch <- prometheus.MustNewConstHistogram(p.waitDuration, st.Wait.Count, st.Wait.Sum, buckets(st.Wait.Bounds, st.Wait.Counts), name)
 	}
 }

@@ -90,6 +90,16 @@ func (c *Collector) desc(m catalog.Metric) *prometheus.Desc {
 	return prometheus.NewDesc(m.FullName(c.namespace), m.Help, m.LabelNames(), nil)
 }
 
+// buckets pairs a histogram's upper bounds with its cumulative counts (same index) in the map
+// that prometheus.MustNewConstHistogram takes.
+func buckets(bounds []float64, counts []uint64) map[float64]uint64 {
+	m := make(map[float64]uint64, len(bounds))
+	for i, b := range bounds {
+		m[b] = counts[i]
+	}
+	return m
+}
+
 // overflowPart exports resilience_registry_overflow_total{primitive}.
 type overflowPart struct {
 	reg  *instrument.Registry

@@ -54,11 +54,7 @@ func (p *retryPart) collect(ch chan<- prometheus.Metric) {
 		}
 		for i, source := range catalog.DelaySources {
 			h := s.Backoff[i]
-			buckets := make(map[float64]uint64, len(p.bounds))
-			for j, b := range p.bounds {
-				buckets[b] = h.Buckets[j]
-			}
-			ch <- prometheus.MustNewConstHistogram(p.backoff, h.Count, h.Sum, buckets, name, source)
+			ch <- prometheus.MustNewConstHistogram(p.backoff, h.Count, h.Sum, buckets(p.bounds, h.Buckets), name, source)
 		}
 		ch <- prometheus.MustNewConstMetric(p.budgetTokens, prometheus.GaugeValue, float64(s.BudgetTokens), name)
 		ch <- prometheus.MustNewConstMetric(p.budgetDenied, prometheus.CounterValue, float64(s.BudgetDenied), name)

@@ -182,20 +182,26 @@ func dependency(r resolved) (dashboard.Dashboard, error) {
 	return b.Build()
 }
 
+// notClosedStat is the first headline number of both dashboards: how many breakers (per name
+// and instance) are not closed.
+func notClosedStat(q promql, title, description string) single {
+	return single{
+		id:          1,
+		title:       title,
+		description: description,
+		unit:        units.Short,
+		width:       4,
+		expr:        zero("count(" + q.sel(catalog.BreakerState, ne(catalog.LabelState, catalog.StateClosed)) + " == 1)"),
+		thresholds:  thresholds(colorGreen, step{1, colorRed}),
+		decimals:    cog.ToPtr(0.0),
+	}
+}
+
 // overviewStats are the headline numbers across every selected name.
 func overviewStats(q promql) []single {
-	zero := func(expr string) string { return expr + " or vector(0)" }
 	return []single{
-		{
-			id:          1,
-			title:       "Breakers not closed",
-			description: "Circuit breakers (per name and instance) whose effective state is anything but closed.",
-			unit:        units.Short,
-			width:       4,
-			expr:        zero("count(" + q.sel(catalog.BreakerState, ne(catalog.LabelState, catalog.StateClosed)) + " == 1)"),
-			thresholds:  thresholds(colorGreen, step{1, colorRed}),
-			decimals:    cog.ToPtr(0.0),
-		},
+		notClosedStat(q, "Breakers not closed",
+			"Circuit breakers (per name and instance) whose effective state is anything but closed."),
 		{
 			id:          2,
 			title:       "Retry rate",
@@ -251,18 +257,8 @@ func overviewStats(q promql) []single {
 
 // dependencyStats are the headline numbers of one name.
 func dependencyStats(q promql) []single {
-	zero := func(expr string) string { return expr + " or vector(0)" }
 	return []single{
-		{
-			id:          1,
-			title:       "Instances not closed",
-			description: "Processes whose circuit breaker of this name is not closed.",
-			unit:        units.Short,
-			width:       4,
-			expr:        zero("count(" + q.sel(catalog.BreakerState, ne(catalog.LabelState, catalog.StateClosed)) + " == 1)"),
-			thresholds:  thresholds(colorGreen, step{1, colorRed}),
-			decimals:    cog.ToPtr(0.0),
-		},
+		notClosedStat(q, "Instances not closed", "Processes whose circuit breaker of this name is not closed."),
 		{
 			id:          2,
 			title:       "Worst failure rate",

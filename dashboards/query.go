@@ -121,6 +121,9 @@ func agg(op string, by []string, expr string) string {
 // ratio is num / (den > 0): empty rather than NaN or +Inf while the denominator is zero.
 func ratio(num, den string) string { return num + " / (" + den + " > 0)" }
 
+// zero makes expr answer 0 rather than no data when it selects nothing.
+func zero(expr string) string { return expr + " or vector(0)" }
+
 // presence returns a selector matching every series the catalog exports under the namespace
 // (histograms by their _count series), for label_values() in the variables. With withName,
 // only metrics that carry the `name` label.

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,33 +54,15 @@ func DefaultStormConfig() StormConfig {
 
 func (c StormConfig) withDefaults() StormConfig {
 	d := DefaultStormConfig()
-	if c.Rate == 0 {
-		c.Rate = d.Rate
-	}
-	if c.Warmup == 0 {
-		c.Warmup = d.Warmup
-	}
-	if c.Fault == 0 {
-		c.Fault = d.Fault
-	}
-	if c.Observe == 0 {
-		c.Observe = d.Observe
-	}
-	if c.BankWorkers == 0 {
-		c.BankWorkers = d.BankWorkers
-	}
-	if c.BankQueue == 0 {
-		c.BankQueue = d.BankQueue
-	}
-	if c.BankService == 0 {
-		c.BankService = d.BankService
-	}
-	if c.FaultService == 0 {
-		c.FaultService = d.FaultService
-	}
-	if c.RecoveryRatio == 0 {
-		c.RecoveryRatio = d.RecoveryRatio
-	}
+	c.Rate = cmp.Or(c.Rate, d.Rate)
+	c.Warmup = cmp.Or(c.Warmup, d.Warmup)
+	c.Fault = cmp.Or(c.Fault, d.Fault)
+	c.Observe = cmp.Or(c.Observe, d.Observe)
+	c.BankWorkers = cmp.Or(c.BankWorkers, d.BankWorkers)
+	c.BankQueue = cmp.Or(c.BankQueue, d.BankQueue)
+	c.BankService = cmp.Or(c.BankService, d.BankService)
+	c.FaultService = cmp.Or(c.FaultService, d.FaultService)
+	c.RecoveryRatio = cmp.Or(c.RecoveryRatio, d.RecoveryRatio)
 	return c
 }
 

@@ -3,13 +3,9 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -18,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/internal/e2eprom"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
@@ -68,143 +64,18 @@ func rulesConfig() string {
 	return b.String()
 }
 
-var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-
-// process is a started child process, stopped by its PID.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	done chan error
-	out  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 1<<20 { // keep memory bounded: the retry log can be long
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// start runs bin; its stdout lines go to lines (when non-nil), everything else to a buffer.
-func start(t *testing.T, dir, name, bin string, lines chan<- string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	p := &process{name: name, cmd: cmd, done: make(chan error, 1), out: &lockedBuffer{}}
-	cmd.Stderr = p.out
-	var stdout io.ReadCloser
-	if lines != nil {
-		var err error
-		stdout, err = cmd.StdoutPipe()
-		require.NoError(t, err)
-	} else {
-		cmd.Stdout = p.out
-	}
-	require.NoError(t, cmd.Start(), name)
-	var readers sync.WaitGroup
-	if stdout != nil {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				select {
-				case lines <- sc.Text():
-				default: // nobody listens any more
-				}
-			}
-		}()
-	}
-	go func() {
-		readers.Wait()
-		p.done <- cmd.Wait()
-	}()
-	t.Logf("started %s (pid %d): %s %s", name, cmd.Process.Pid, filepath.Base(bin), strings.Join(args, " "))
-	t.Cleanup(func() { _ = p.stop(t) })
-	return p
-}
-
-// stop sends SIGINT to the process's PID and waits up to 10s, then kills it.
-func (p *process) stop(t *testing.T) error {
-	if p.cmd.ProcessState != nil {
-		return nil
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return err
-	case <-time.After(10 * time.Second):
-		t.Errorf("%s (pid %d) ignored SIGINT for 10s; killing it", p.name, p.cmd.Process.Pid)
-		_ = p.cmd.Process.Kill()
-		err := <-p.done
-		p.done <- err
-		return err
-	}
-}
-
-func (p *process) tail(n int) string {
-	lines := strings.Split(strings.TrimSpace(p.out.String()), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func waitHTTP(t *testing.T, rawURL string, timeout time.Duration, p *process) {
-	t.Helper()
-	end := time.Now().Add(timeout)
-	for {
-		resp, err := client.Get(rawURL)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s exited early (%v):\n%s", p.name, err, p.tail(30))
-		default:
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s not ready after %s (last error %v)", rawURL, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
+var client = e2eprom.NewClient(10 * time.Second)
 
 var metricsURL = regexp.MustCompile(`metrics on (http://(127\.0\.0\.1:\d+)/metrics)`)
 
 // startDemo runs `stormwatch demo` on addr and returns it with the time it started serving
 // /metrics (the start of its script).
-func startDemo(t *testing.T, dir, bin, name, addr string, args ...string) (*process, time.Time) {
+func startDemo(t *testing.T, dir, bin, name, addr string, args ...string) (*e2eprom.Process, time.Time) {
 	t.Helper()
 	lines := make(chan string, 256)
-	p := start(t, dir, name, bin, lines, append([]string{"demo", "--listen", addr, "--log-format", "json"}, args...)...)
+	p := e2eprom.Start(t, e2eprom.Command{Name: name, Dir: dir, Bin: bin, Lines: lines,
+		Args:       append([]string{"demo", "--listen", addr, "--log-format", "json"}, args...),
+		StopSignal: syscall.SIGINT, StopGrace: 10 * time.Second})
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
@@ -212,41 +83,13 @@ func startDemo(t *testing.T, dir, bin, name, addr string, args ...string) (*proc
 			if m := metricsURL.FindStringSubmatch(l); m != nil {
 				started := time.Now()
 				require.Equal(t, addr, m[2])
-				waitHTTP(t, m[1], 10*time.Second, p)
+				e2eprom.WaitHTTP(t, client, m[1], time.Now().Add(10*time.Second), p)
 				return p, started
 			}
 		case <-timeout:
-			t.Fatalf("%s printed no metrics URL:\n%s", name, p.tail(20))
+			t.Fatalf("%s printed no metrics URL:\n%s", name, p.Tail(20))
 		}
 	}
-}
-
-func getJSON(t *testing.T, rawURL string, into any) {
-	t.Helper()
-	resp, err := client.Get(rawURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", rawURL, body)
-	require.NoError(t, json.Unmarshal(body, into), string(body))
-}
-
-type apiAlert struct {
-	Labels map[string]string `json:"labels"`
-	State  string            `json:"state"`
-}
-
-func alerts(t *testing.T, prom string) []apiAlert {
-	var r struct {
-		Status string `json:"status"`
-		Data   struct {
-			Alerts []apiAlert `json:"alerts"`
-		} `json:"data"`
-	}
-	getJSON(t, prom+"/api/v1/alerts", &r)
-	require.Equal(t, "success", r.Status)
-	return r.Data.Alerts
 }
 
 // panelQuery is one PromQL query of a generated dashboard.
@@ -326,14 +169,14 @@ func orAll(name string) string {
 }
 
 // hasData reports whether a range query returns at least one non-NaN sample.
-func hasData(t *testing.T, prom, expr string, from, to time.Time) (bool, error) {
+func hasData(prom e2eprom.API, expr string, from, to time.Time) (bool, error) {
 	q := url.Values{
 		"query": {expr},
 		"start": {strconv.FormatInt(from.Unix(), 10)},
 		"end":   {strconv.FormatInt(to.Unix(), 10)},
 		"step":  {"1"},
 	}
-	resp, err := client.Get(prom + "/api/v1/query_range?" + q.Encode())
+	resp, err := prom.Client.Get(prom.URL + "/api/v1/query_range?" + q.Encode())
 	if err != nil {
 		return false, err
 	}
@@ -373,19 +216,11 @@ func hasData(t *testing.T, prom, expr string, from, to time.Time) (bool, error) 
 // outage.
 func TestDemoOnRealPrometheus(t *testing.T) {
 	began := time.Now()
-	root, err := filepath.Abs("../../../../..")
-	require.NoError(t, err)
-	prometheusBin := filepath.Join(root, "bin", "prometheus")
-	if _, err := os.Stat(prometheusBin); err != nil {
-		t.Fatalf("bin/prometheus missing (%v): run scripts/install-tools.sh", err)
-	}
+	root := e2eprom.ModuleRoot(t)
+	prometheusBin := e2eprom.PrometheusBin(t, root)
 	dir := t.TempDir() // removed with everything in it, the TSDB included
 
-	bin := filepath.Join(dir, "stormwatch")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/stormwatch")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := e2eprom.Build(t, root, dir, "stormwatch", "./cmd/stormwatch")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "stormwatch.yaml"), []byte(rulesConfig()), 0o644))
 	for _, what := range []string{"rules", "dashboards"} {
@@ -398,38 +233,23 @@ func TestDemoOnRealPrometheus(t *testing.T) {
 	t.Logf("%d dashboard queries", len(queries))
 
 	// Prometheus first, so that it scrapes the demos from their first second.
-	outageAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	steadyAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	promPort := freePort(t)
-	promConfig := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - %s
-scrape_configs:
-  - job_name: %s
-    static_configs:
-      - targets: ['%s']
-  - job_name: %s
-    static_configs:
-      - targets: ['%s']
-`, filepath.Join(dir, "out", "stormwatch-rules.yaml"), outageJob, outageAddr, steadyJob, steadyAddr)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(promConfig), 0o644))
-	prom := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	server := start(t, dir, "prometheus", prometheusBin, nil,
-		"--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort),
-		"--log.level=warn")
-	waitHTTP(t, prom+"/-/ready", 60*time.Second, server)
+	outageAddr := fmt.Sprintf("127.0.0.1:%d", e2eprom.FreePort(t))
+	steadyAddr := fmt.Sprintf("127.0.0.1:%d", e2eprom.FreePort(t))
+	server, prom := e2eprom.StartPrometheus(t, e2eprom.Server{
+		Bin:      prometheusBin,
+		Dir:      dir,
+		RuleFile: filepath.Join(dir, "out", "stormwatch-rules.yaml"),
+		Jobs:     []e2eprom.Job{{Name: outageJob, Target: outageAddr}, {Name: steadyJob, Target: steadyAddr}},
+		Client:   client,
+	}, time.Now().Add(60*time.Second))
 
 	steady, _ := startDemo(t, dir, bin, "demo-steady", steadyAddr, "--scenario", "steady", "--duration", "10m")
 	outage, outageStarted := startDemo(t, dir, bin, "demo-outage", outageAddr,
 		"--scenario", "outage", "--speed", strconv.FormatFloat(speed, 'f', -1, 64), "--duration", "10m")
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range []*process{server, outage, steady} {
-				t.Logf("--- %s output (tail) ---\n%s", p.name, p.tail(15))
+			for _, p := range []*e2eprom.Process{server, outage, steady} {
+				t.Logf("--- %s output (tail) ---\n%s", p.Name, p.Tail(15))
 			}
 		}
 	})
@@ -444,7 +264,7 @@ scrape_configs:
 		require.True(t, now.Before(end), "not done within %s: fired %v, resolved %v", deadline, firedAt, resolvedAt)
 		sinceStart := now.Sub(outageStarted)
 		active := map[string]bool{}
-		for _, a := range alerts(t, prom) {
+		for _, a := range prom.Alerts(t) {
 			n := a.Labels["alertname"]
 			seen[n+" job="+a.Labels["job"]+" name="+a.Labels["name"]+" "+a.State] = true
 			if a.Labels["job"] == steadyJob {
@@ -485,7 +305,7 @@ scrape_configs:
 				for _, name := range names {
 					expr := substitute(q.expr, outageAddr, name)
 					require.NotContains(t, expr, "$", "unsubstituted variable in %s / %s", q.dashboard, q.panel)
-					ok, err := hasData(t, prom, expr, from, time.Now())
+					ok, err := hasData(prom, expr, from, time.Now())
 					require.NoError(t, err, "%s / %s", q.dashboard, q.panel)
 					if ok {
 						found = true
@@ -522,8 +342,8 @@ scrape_configs:
 	t.Logf("alerts seen:\n  %s", strings.Join(kinds, "\n  "))
 	assert.Greater(t, firedAt["CircuitBreakerStuckOpen"], faultStart+15*time.Second, "stuck open only after the 15s threshold")
 
-	for _, p := range []*process{server, outage, steady} {
-		assert.NoError(t, p.stop(t), "%s exit:\n%s", p.name, p.tail(10))
+	for _, p := range []*e2eprom.Process{server, outage, steady} {
+		assert.NoError(t, p.Stop(t), "%s exit:\n%s", p.Name, p.Tail(10))
 	}
 	client.CloseIdleConnections()
 	t.Logf("e2e wall time %s", time.Since(began).Round(time.Second))

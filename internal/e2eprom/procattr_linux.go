@@ -1,6 +1,6 @@
-//go:build e2e && linux
+//go:build linux
 
-package e2e
+package e2eprom
 
 import "syscall"
 

@@ -1,0 +1,122 @@
+package e2eprom
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConfig(t *testing.T) {
+	got := Config("/tmp/rules.yaml", Job{"a", "127.0.0.1:1"}, Job{"b", "127.0.0.1:2"})
+	assert.Equal(t, `global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - /tmp/rules.yaml
+scrape_configs:
+  - job_name: a
+    static_configs:
+      - targets: ['127.0.0.1:1']
+  - job_name: b
+    static_configs:
+      - targets: ['127.0.0.1:2']
+`, got)
+}
+
+func shell(t *testing.T) string {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh:", err)
+	}
+	return sh
+}
+
+func TestStartStopTail(t *testing.T) {
+	sh := shell(t)
+	tests := []struct {
+		name    string
+		script  string
+		signal  syscall.Signal
+		wantErr bool
+	}{
+		{"exits 0 on its stop signal", `trap 'echo bye; exit 0' INT; echo one; echo two >&2; while :; do sleep 0.05; done`, syscall.SIGINT, false},
+		{"killed by SIGTERM", `echo one; echo two >&2; exec sleep 30`, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Command{Name: "sh", Dir: t.TempDir(), Bin: sh, Args: []string{"-c", tc.script}, StopGrace: 5 * time.Second}
+			if tc.signal != 0 {
+				c.StopSignal = tc.signal
+			}
+			p := Start(t, c)
+			require.Eventually(t, func() bool { return p.Tail(5) == "one\ntwo" || p.Tail(5) == "two\none" },
+				5*time.Second, 10*time.Millisecond, p.Tail(5))
+			exited, _ := p.exited()
+			require.False(t, exited)
+			err := p.Stop(t)
+			if tc.wantErr {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+				assert.Contains(t, p.Tail(1), "bye")
+			}
+			assert.NoError(t, p.Stop(t), "a second Stop reports nothing")
+		})
+	}
+}
+
+func TestStartLines(t *testing.T) {
+	lines := make(chan string, 4)
+	p := Start(t, Command{Name: "sh", Dir: t.TempDir(), Bin: shell(t), Lines: lines,
+		Args: []string{"-c", "echo out; echo err >&2"}})
+	select {
+	case l := <-lines:
+		assert.Equal(t, "out", l)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no line from stdout")
+	}
+	require.Eventually(t, func() bool { exited, _ := p.exited(); return exited }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "err", p.Tail(5), "stderr goes to the log, stdout does not")
+	assert.NoError(t, p.Stop(t))
+}
+
+func TestAPI(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/-/ready":
+		case r.URL.Path == "/api/v1/alerts":
+			fmt.Fprint(w, `{"status":"success","data":{"alerts":[{"labels":{"alertname":"X"},"state":"firing"}]}}`)
+		case r.URL.Path == "/api/v1/query" && r.URL.Query().Get("query") == `up{job="a"}`:
+			fmt.Fprint(w, `{"status":"success","data":{"result":[{"value":[1,"2.5"]}]}}`)
+		case r.URL.Path == "/api/v1/query":
+			fmt.Fprint(w, `{"status":"success","data":{"result":[]}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	client := NewClient(5 * time.Second)
+	WaitHTTP(t, client, srv.URL+"/-/ready", time.Now().Add(5*time.Second))
+	api := API{URL: srv.URL, Client: client}
+	assert.Equal(t, []Alert{{Labels: map[string]string{"alertname": "X"}, State: "firing"}}, api.Alerts(t))
+	v, ok := api.Query(t, `up{job="a"}`)
+	assert.True(t, ok)
+	assert.Equal(t, 2.5, v)
+	_, ok = api.Query(t, `up{job="b"}`)
+	assert.False(t, ok)
+}
+
+func TestFreePortAndModuleRoot(t *testing.T) {
+	assert.Positive(t, FreePort(t))
+	assert.FileExists(t, ModuleRoot(t)+"/go.mod")
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -38,6 +39,7 @@ var ruleConfigs = []ruleConfig{
 		ns: "acme", groupBy: []string{"cluster", "job", "name", "env", "team"},
 	},
 	{name: "no namespace", cfg: rules.Config{Namespace: rules.NoNamespace, GroupBy: []string{"name"}}, ns: "", groupBy: []string{"name"}},
+	{name: "rate window 1m", cfg: rules.Config{RateWindow: time.Minute, Selector: `env="prod"`}, ns: catalog.DefaultNamespace, groupBy: []string{"job", "name", "env"}},
 }
 
 // testingT is what the checker reports to: *testing.T, or a recorder in the self-tests.
@@ -346,5 +348,57 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			continue
 		}
 		assert.Contains(t, strings.Join(rec.errs, "\n"), tc.want, tc.expr)
+	}
+}
+
+// TestRateWindowReachesEveryRate checks that the configured rate window is the range of every
+// rate in the rules and runbooks, except the windows with a meaning of their own
+// (CircuitBreakerStuckOpen's 2m lookback, RetryBudgetExhausted's 2m rate,
+// CircuitBreakerFlapping's 15m; in the runbooks also "trips in the last hour" and the 10m
+// outcomes of RetriesNotRescuing), and names every recorded series.
+func TestRateWindowReachesEveryRate(t *testing.T) {
+	ownInRules := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true}
+	ownInRunbooks := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, 10 * time.Minute: true, time.Hour: true}
+	for _, w := range []time.Duration{0, time.Minute, 7 * time.Minute, 90 * time.Second} {
+		cfg := rules.Config{RateWindow: w}
+		window := w
+		if w == 0 {
+			window = rules.DefaultRateWindow
+		}
+		t.Run(rules.FormatDuration(window), func(t *testing.T) {
+			ranges := func(where, expr string, own map[time.Duration]bool) {
+				e, err := promql.ParseExpr(expr)
+				require.NoError(t, err, "%s: %s", where, expr)
+				parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+					if ms, ok := node.(*parser.MatrixSelector); ok {
+						assert.True(t, ms.Range == window || own[ms.Range], "%s: range [%s] is neither the rate window %s nor a window of its own in %s",
+							where, rules.FormatDuration(ms.Range), rules.FormatDuration(window), expr)
+					}
+					if vs, ok := node.(*parser.VectorSelector); ok && strings.Contains(vs.Name, ":") {
+						assert.Regexp(t, `:(ratio_)?rate`+rules.FormatDuration(window)+`$`, vs.Name, where)
+					}
+					return nil
+				})
+			}
+			groups, err := rules.Groups(cfg)
+			require.NoError(t, err)
+			for _, g := range groups {
+				for _, rl := range g.Rules {
+					if rl.Record != "" {
+						assert.Regexp(t, `:(ratio_)?rate`+rules.FormatDuration(window)+`$`, rl.Record)
+					}
+					ranges(rl.Record+rl.Alert, rl.Expr, ownInRules)
+				}
+			}
+			files, err := rules.GenerateRunbooks(cfg)
+			require.NoError(t, err)
+			for _, f := range files {
+				for _, m := range promqlBlock.FindAllStringSubmatch(string(f.Data), -1) {
+					for _, q := range strings.Split(strings.TrimSpace(m[1]), "\n\n") {
+						ranges(f.Path, q, ownInRunbooks)
+					}
+				}
+			}
+		})
 	}
 }

@@ -56,7 +56,8 @@ type alertSpec struct {
 	severity    string
 	threshold   float64
 	bounds      bounds
-	// thresholdDoc says what the threshold measures, for docs and error messages.
+	// thresholdDoc says what the threshold measures, for docs and error messages; {window}
+	// stands for the rate window (see withWindow).
 	thresholdDoc string
 	forDur, keep time.Duration
 	summary      string
@@ -143,8 +144,8 @@ and on (%[1]s)
 			return r.sel(r.recBreakerRejectionRatio()) + " > " + num(s.threshold)
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Circuit breaker %s rejected more than %s of calls over the last 5m, for %s: callers get the fallback or an error.",
-				r.subject(false, ref), pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Circuit breaker %s rejected more than %s of calls over the last %s, for %s: callers get the fallback or an error.",
+				r.subject(false, ref), pct(s.threshold), r.window(), FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -157,14 +158,14 @@ and on (%[1]s)
 			return r.sel(r.recRetryRate()) + " > " + num(s.threshold)
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Retry %s made more than %s extra attempts per call over the last 5m, for %s: something downstream is persistently failing.",
-				r.subject(false, ref), num(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Retry %s made more than %s extra attempts per call over the last %s, for %s: something downstream is persistently failing.",
+				r.subject(false, ref), num(s.threshold), r.window(), FormatDuration(s.forDur))
 		},
 	},
 	{
 		name: AlertRetryRateSpike, group: GroupRetry, severity: "warning",
 		threshold: 3, bounds: bounds{min: 1, max: 100, minOpen: true},
-		thresholdDoc: "factor by which the 5m retry rate must exceed its value one hour earlier",
+		thresholdDoc: "factor by which the {window} retry rate must exceed its value one hour earlier",
 		forDur:       5 * time.Minute,
 		summary:      "Retry rate jumped compared with an hour ago.",
 		expr: func(r *resolved, s settings) string {
@@ -172,15 +173,15 @@ and on (%[1]s)
 			return fmt.Sprintf(`%[1]s > %[2]s
 and on (%[3]s)
 %[1]s > %[4]s * (
-  sum by (%[3]s) (rate(%[5]s[5m] offset 1h))
+  sum by (%[3]s) (rate(%[5]s offset 1h))
 /
-  sum by (%[3]s) (rate(%[6]s[5m] offset 1h))
+  sum by (%[3]s) (rate(%[6]s offset 1h))
 )`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold),
-				r.sel(r.name(catalog.RetryAttempts)), r.sel(r.name(catalog.RetryCalls)))
+				r.rangeOf(r.sel(r.name(catalog.RetryAttempts))), r.rangeOf(r.sel(r.name(catalog.RetryCalls))))
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Retry %s: the retry rate over the last 5m is more than %s times its value an hour ago and above %s extra attempts per call — often the earliest sign of a downstream fault.",
-				r.subject(false, ref), num(s.threshold), num(RetrySpikeFloor))
+			return fmt.Sprintf("Retry %s: the retry rate over the last %s is more than %s times its value an hour ago and above %s extra attempts per call — often the earliest sign of a downstream fault.",
+				r.subject(false, ref), r.window(), num(s.threshold), num(RetrySpikeFloor))
 		},
 	},
 	{
@@ -221,8 +222,8 @@ and on (%[3]s)
 			return r.sel(r.recBulkheadRejectionRatio()) + " > " + num(s.threshold)
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Bulkhead %s rejected more than %s of calls over the last 5m, for %s: it is undersized or the dependency got slower.",
-				r.subject(false, ref), pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Bulkhead %s rejected more than %s of calls over the last %s, for %s: it is undersized or the dependency got slower.",
+				r.subject(false, ref), pct(s.threshold), r.window(), FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -243,15 +244,15 @@ and on (%[3]s)
 	{
 		name: AlertFallbackSustained, group: GroupFallback, severity: "warning",
 		threshold: 0, bounds: bounds{min: 0, max: 1e6},
-		thresholdDoc: "fallback invocations per second (5m rate)",
+		thresholdDoc: "fallback invocations per second ({window} rate)",
 		forDur:       15 * time.Minute,
 		summary:      "Service is running degraded on fallbacks.",
 		expr: func(r *resolved, s settings) string {
 			return fmt.Sprintf("sum by (%s) (%s) > %s", r.by(false), r.sel(r.recFallbacksByCause()), num(s.threshold))
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Fallback %s ran in every 5m window for %s: users are being served the degraded answer.",
-				r.subject(false, ref), FormatDuration(s.forDur))
+			return fmt.Sprintf("Fallback %s ran in every %s window for %s: users are being served the degraded answer.",
+				r.subject(false, ref), r.window(), FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -270,6 +271,19 @@ and on (%[3]s)
 				r.subject(true, ref), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
+}
+
+// withWindow replaces, in text, {window} with the rate window w in PromQL syntax (5m),
+// {window words} with it as a noun (5 minutes) and {window adj} as an adjective (5-minute).
+func withWindow(text string, w time.Duration) string {
+	words, adj := FormatDuration(w), FormatDuration(w)
+	if m := w / time.Minute; w%time.Minute == 0 {
+		words, adj = strconv.Itoa(int(m))+" minutes", strconv.Itoa(int(m))+"-minute"
+		if m == 1 {
+			words = "minute"
+		}
+	}
+	return strings.NewReplacer("{window}", FormatDuration(w), "{window words}", words, "{window adj}", adj).Replace(text)
 }
 
 func stuckOpenWindow(s settings) time.Duration {
@@ -315,7 +329,7 @@ func Alerts() []AlertInfo {
 	out := make([]AlertInfo, len(specs))
 	for i, s := range specs {
 		out[i] = AlertInfo{Name: s.name, Group: s.group, Severity: s.severity, Threshold: s.threshold,
-			ThresholdDoc: s.thresholdDoc, ThresholdMin: s.bounds.min, ThresholdMax: s.bounds.max,
+			ThresholdDoc: withWindow(s.thresholdDoc, DefaultRateWindow), ThresholdMin: s.bounds.min, ThresholdMax: s.bounds.max,
 			For: s.forDur, KeepFiringFor: s.keep, PerInstance: s.perInstance, Summary: s.summary}
 	}
 	return out

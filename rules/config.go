@@ -25,6 +25,11 @@ const (
 	NoNamespace = "-"
 	// MaxDuration bounds every configured for and keep_firing_for.
 	MaxDuration = 24 * time.Hour
+	// DefaultRateWindow is the rate window unless Config.RateWindow is set.
+	DefaultRateWindow = 5 * time.Minute
+	// MinRateWindow and MaxRateWindow bound Config.RateWindow.
+	MinRateWindow = time.Minute
+	MaxRateWindow = time.Hour
 )
 
 // DefaultGroupBy are the labels every aggregation keeps unless Config.GroupBy is set.
@@ -68,6 +73,17 @@ type Config struct {
 	// Format selects a plain rule file or a PrometheusRule manifest; "" means
 	// FormatPrometheus.
 	Format Format
+	// RateWindow is the window of the rates the recording rules compute and the alerts built
+	// on them use (`rate(…[5m])`); the recorded series are named after it
+	// (…:rate5m, …:ratio_rate5m; …:rate1m with a 1m window), and the generated tests and
+	// runbooks follow it. 0 means DefaultRateWindow (5m). It must be a whole number of seconds
+	// in [MinRateWindow, MaxRateWindow] (1m to 1h), and should be at least 4× the scrape
+	// interval, so that every window holds several samples of each counter. Windows with a
+	// meaning of their own are not affected: CircuitBreakerStuckOpen's lookback (its threshold,
+	// at least 2m), CircuitBreakerFlapping's 15m, RetryBudgetExhausted's 2m rate and
+	// RetryRateSpike's one-hour offset. An alert whose for is shorter than the rate window
+	// fires on blips: a short burst stays in the window for the whole window.
+	RateWindow time.Duration
 	// DashboardTitlePrefix is the title prefix of the generated Grafana dashboards, which the
 	// runbooks point at ("<prefix> / Overview"); "" means DefaultDashboardTitlePrefix.
 	DashboardTitlePrefix string
@@ -127,7 +143,8 @@ type resolved struct {
 	runbookBase string
 	format      Format
 	alerts      map[string]settings
-	dashboard   string // title of the Overview dashboard
+	dashboard   string        // title of the Overview dashboard
+	rateWindow  time.Duration // window of the recorded rates
 }
 
 // Validate reports the first problem of cfg as a *FieldError, or nil.
@@ -192,6 +209,17 @@ func (cfg Config) resolve() (*resolved, error) {
 			seen[m.Label] = true
 			r.groupBy = append(r.groupBy, m.Label)
 		}
+	}
+
+	r.rateWindow = cfg.RateWindow
+	if r.rateWindow == 0 {
+		r.rateWindow = DefaultRateWindow
+	}
+	switch w := r.rateWindow; {
+	case w < MinRateWindow || w > MaxRateWindow:
+		return nil, fieldErr("rate_window", cfg.RateWindow, "%s: out of range [%s, %s]", FormatDuration(w), FormatDuration(MinRateWindow), FormatDuration(MaxRateWindow))
+	case w%time.Second != 0:
+		return nil, fieldErr("rate_window", cfg.RateWindow, "%s: not a whole number of seconds", FormatDuration(w))
 	}
 
 	r.runbookBase = cfg.RunbookBaseURL

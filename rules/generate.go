@@ -4,7 +4,8 @@
 //
 // The twelve default alerts cover circuit breakers, retries, bulkheads and fallbacks; each
 // has a configurable threshold, for, keep_firing_for and severity and can be disabled. A
-// selector such as job="checkout" can be injected into every vector selector.
+// selector such as job="checkout" can be injected into every vector selector. The rate window
+// of the recording rules (5m by default) is configurable for faster or slower scrapes.
 package rules
 
 import (

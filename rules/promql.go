@@ -61,45 +61,54 @@ func (r *resolved) recorded(extraLevel []string, p catalog.Primitive, metric, op
 // rateName is the metric part of a recorded rate of a counter: its name without _total.
 func rateName(m catalog.Metric) string { return strings.TrimSuffix(m.Name, "_total") }
 
+// window renders the configured rate window in PromQL duration syntax ("5m").
+func (r *resolved) window() string { return FormatDuration(r.rateWindow) }
+
+// rangeOf renders a range selector over the rate window: series[5m].
+func (r *resolved) rangeOf(series string) string { return series + "[" + r.window() + "]" }
+
+// rateOp is the operations part of a recorded rate's name: rate5m for the default window.
+func (r *resolved) rateOp() string { return "rate" + r.window() }
+
 // Recorded series the alerts use.
 func (r *resolved) recBreakerCalls() string {
-	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerCalls), "rate5m")
+	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerCalls), r.rateOp())
 }
 
 func (r *resolved) recBreakerNotPermitted() string {
-	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerNotPermitted), "rate5m")
+	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerNotPermitted), r.rateOp())
 }
 
 func (r *resolved) recBreakerRejectionRatio() string {
-	return r.recorded(nil, catalog.CircuitBreaker, "not_permitted_per_attempted_calls", "ratio_rate5m")
+	return r.recorded(nil, catalog.CircuitBreaker, "not_permitted_per_attempted_calls", "ratio_"+r.rateOp())
 }
 
 func (r *resolved) recRetryCallsByKind() string {
-	return r.recorded([]string{catalog.LabelKind}, catalog.Retry, rateName(catalog.RetryCalls), "rate5m")
+	return r.recorded([]string{catalog.LabelKind}, catalog.Retry, rateName(catalog.RetryCalls), r.rateOp())
 }
 
 func (r *resolved) recRetryAttempts() string {
-	return r.recorded(nil, catalog.Retry, rateName(catalog.RetryAttempts), "rate5m")
+	return r.recorded(nil, catalog.Retry, rateName(catalog.RetryAttempts), r.rateOp())
 }
 
 func (r *resolved) recRetryRate() string {
-	return r.recorded(nil, catalog.Retry, "attempts_per_call", "ratio_rate5m")
+	return r.recorded(nil, catalog.Retry, "attempts_per_call", "ratio_"+r.rateOp())
 }
 
 func (r *resolved) recRescueRate() string {
-	return r.recorded(nil, catalog.Retry, "rescued_per_retried_call", "ratio_rate5m")
+	return r.recorded(nil, catalog.Retry, "rescued_per_retried_call", "ratio_"+r.rateOp())
 }
 
 func (r *resolved) recBulkheadCallsByKind() string {
-	return r.recorded([]string{catalog.LabelKind}, catalog.Bulkhead, rateName(catalog.BulkheadCalls), "rate5m")
+	return r.recorded([]string{catalog.LabelKind}, catalog.Bulkhead, rateName(catalog.BulkheadCalls), r.rateOp())
 }
 
 func (r *resolved) recBulkheadRejectionRatio() string {
-	return r.recorded(nil, catalog.Bulkhead, "rejected_per_call", "ratio_rate5m")
+	return r.recorded(nil, catalog.Bulkhead, "rejected_per_call", "ratio_"+r.rateOp())
 }
 
 func (r *resolved) recFallbacksByCause() string {
-	return r.recorded([]string{catalog.LabelCause}, catalog.Fallback, rateName(catalog.FallbackCalls), "rate5m")
+	return r.recorded([]string{catalog.LabelCause}, catalog.Fallback, rateName(catalog.FallbackCalls), r.rateOp())
 }
 
 // recordingRules are the rules of the stormwatch-recording group, dependencies first.
@@ -108,7 +117,7 @@ func (r *resolved) recordingRules() []Rule {
 	byKind := r.by(false, catalog.LabelKind)
 	byCause := r.by(false, catalog.LabelCause)
 	rate := func(m catalog.Metric, own ...Matcher) string {
-		return "rate(" + r.sel(r.name(m), own...) + "[5m])"
+		return "rate(" + r.rangeOf(r.sel(r.name(m), own...)) + ")"
 	}
 	return []Rule{
 		{Record: r.recBreakerCalls(), Expr: "sum by (" + by + ") (" + rate(catalog.BreakerCalls) + ")"},

@@ -93,6 +93,39 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 				AlertSlowCallRateHigh:     {For: ptr(20 * time.Minute), KeepFiringFor: ptr(10 * time.Minute)},
 			},
 		},
+		// A short rate window (fast scrapes, quick resolution): the alerts on rates keep a
+		// for longer than the window, or the blip tests would fail (a blip stays in the
+		// window for the whole window).
+		"rate window 1m, short fors": {
+			RateWindow: time.Minute,
+			Alerts: map[string]AlertConfig{
+				AlertStuckOpen:              {Threshold: ptr(15.0), For: ptr(30 * time.Second)},
+				AlertOpenFleetWide:          {For: ptr(30 * time.Second)},
+				AlertRejectingCalls:         {For: ptr(2 * time.Minute)},
+				AlertRetryRateHigh:          {For: ptr(2 * time.Minute)},
+				AlertRetryRateSpike:         {For: ptr(2 * time.Minute)},
+				AlertRetryBudgetExhausted:   {For: ptr(3 * time.Minute)},
+				AlertRetriesNotRescuing:     {For: ptr(2 * time.Minute)},
+				AlertBulkheadRejectionsHigh: {For: ptr(90 * time.Second), KeepFiringFor: ptr(time.Minute)},
+				AlertBulkheadSaturated:      {For: ptr(time.Minute)},
+				AlertFallbackSustained:      {For: ptr(2 * time.Minute)},
+				AlertSlowCallRateHigh:       {For: ptr(time.Minute)},
+			},
+		},
+		"rate window 1m, defaults otherwise": {RateWindow: time.Minute},
+		// A long rate window (slow scrapes), not a whole number of minutes: the fors on rates
+		// exceed it.
+		"rate window 15m30s, long fors": {
+			RateWindow: 15*time.Minute + 30*time.Second, Selector: `env="prod"`,
+			Alerts: map[string]AlertConfig{
+				AlertRejectingCalls:         {For: ptr(20 * time.Minute)},
+				AlertRetryRateHigh:          {For: ptr(20 * time.Minute), Threshold: ptr(0.2)},
+				AlertRetryRateSpike:         {For: ptr(20 * time.Minute)},
+				AlertRetriesNotRescuing:     {For: ptr(20 * time.Minute)},
+				AlertBulkheadRejectionsHigh: {For: ptr(20 * time.Minute)},
+				AlertFallbackSustained:      {For: ptr(30 * time.Minute), Threshold: ptr(0.5)},
+			},
+		},
 		"no namespace, some disabled": {
 			Namespace: NoNamespace, GroupBy: []string{"name"},
 			Alerts: map[string]AlertConfig{

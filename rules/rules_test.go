@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,7 +45,9 @@ func TestMixtoolConventions(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
 		{Namespace: "acme", Selector: `job="checkout", env=~"prod|staging"`, GroupBy: []string{"cluster", "job", "name"}, RunbookBaseURL: "https://wiki.example.com/runbooks/"},
+		{RateWindow: 90 * time.Second},
 	} {
+		window := FormatDuration(cmp.Or(cfg.RateWindow, DefaultRateWindow))
 		groups, err := Groups(cfg)
 		require.NoError(t, err)
 		require.Len(t, groups, len(GroupNames))
@@ -57,7 +60,7 @@ func TestMixtoolConventions(t *testing.T) {
 					assert.Equal(t, GroupRecording, g.Name)
 					assert.Regexp(t, recordingName, rl.Record, "recording rule name level:metric:operations")
 					parts := strings.Split(rl.Record, ":")
-					assert.Regexp(t, `(^|_)rate5m$|^ratio_rate5m$`, parts[2])
+					assert.Regexp(t, `^(ratio_)?rate`+window+`$`, parts[2])
 					continue
 				}
 				alerts++
@@ -128,6 +131,16 @@ func TestConfigKnobsChangeOutput(t *testing.T) {
 		{"keep_firing_for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(5 * time.Minute)}}}, []string{"keep_firing_for: 5m\n        labels:\n          severity: warning\n        annotations:\n          description: 'Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has not been closed"}, nil},
 		{"severity", Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Severity: "warning"}}}, nil, nil},
 		{"enabled", Config{Alerts: map[string]AlertConfig{AlertFallbackSustained: {Enabled: ptr(false)}}}, nil, []string{"FallbackSustained", "stormwatch-fallback"}},
+		{"rate window", Config{RateWindow: 3 * time.Minute}, []string{
+			"job_name:resilience_retry_attempts_per_call:ratio_rate3m > 0.05",
+			"record: job_name_cause:resilience_fallback_calls:rate3m\n        expr: sum by (job, name, cause) (rate(resilience_fallback_calls_total[3m]))",
+			"rate(resilience_retry_attempts_total[3m] offset 1h)",
+			"over the last 3m, for 5m",
+			// The windows with a meaning of their own stay.
+			"increase(resilience_circuitbreaker_not_permitted_calls_total[2m])",
+			"increase(resilience_circuitbreaker_transitions_total{from=\"closed\", to=\"open\"}[15m])",
+			"rate(resilience_retry_budget_denied_total[2m])",
+		}, []string{"rate5m", "[5m]", "over the last 5m"}},
 		{"format", Config{Format: FormatOperator}, []string{"apiVersion: monitoring.coreos.com/v1", "kind: PrometheusRule", "spec:\n  groups:"}, nil},
 	}
 	for _, tc := range cases {
@@ -207,6 +220,10 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{RunbookBaseURL: "wiki/runbooks"}, "runbook_base_url", `"wiki/runbooks"`},
 		{Config{RunbookBaseURL: "https://x.example/?a=b"}, "runbook_base_url", "query"},
 		{Config{Format: "json"}, "format", `"json"`},
+		{Config{RateWindow: 30 * time.Second}, "rate_window", "30s: out of range [1m, 1h]"},
+		{Config{RateWindow: 61 * time.Minute}, "rate_window", "1h1m: out of range [1m, 1h]"},
+		{Config{RateWindow: -time.Minute}, "rate_window", "out of range"},
+		{Config{RateWindow: 90*time.Second + time.Millisecond}, "rate_window", "1m30s1ms: not a whole number of seconds"},
 		{Config{Alerts: map[string]AlertConfig{"CircuitBreakerStuck": {}}}, "alerts.CircuitBreakerStuck", `unknown alert "CircuitBreakerStuck"`},
 		{Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(11.0)}}}, "alerts.RetryRateHigh.threshold", "11: out of range (0, 10]"},
 		{Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Threshold: ptr(1.0)}}}, "alerts.CircuitBreakerRejectingCalls.threshold", "1: out of range (0, 1)"},

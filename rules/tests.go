@@ -575,7 +575,7 @@ func rejectingCallsScenarios(c *scenario) ([]testCase, error) {
 	}
 	return trafficScenarios(c, build, bad, step,
 		fmt.Sprintf("fires when %s of calls are rejected", pct(bad/perStep)),
-		"a 15s blip rejecting every call does not fire", 5*time.Minute), nil
+		"a 15s blip rejecting every call does not fire", c.r.rateWindow), nil
 }
 
 func bulkheadRejectionScenarios(c *scenario) ([]testCase, error) {
@@ -588,7 +588,7 @@ func bulkheadRejectionScenarios(c *scenario) ([]testCase, error) {
 	}
 	return trafficScenarios(c, build, bad, step,
 		fmt.Sprintf("fires when %s of calls are rejected", pct(bad/perStep)),
-		"a 15s blip rejecting every call does not fire", 5*time.Minute), nil
+		"a 15s blip rejecting every call does not fire", c.r.rateWindow), nil
 }
 
 func notRescuingScenarios(c *scenario) ([]testCase, error) {
@@ -603,7 +603,7 @@ func notRescuingScenarios(c *scenario) ([]testCase, error) {
 	// of retried calls that all fail amid calls that were all rescued.
 	return trafficScenarios(c, build, perStep-rescued, step,
 		fmt.Sprintf("fires when only %s of retried calls are rescued", pct(rescued/perStep)),
-		"a 15s blip in which no retried call is rescued does not fire", 5*time.Minute), nil
+		"a 15s blip in which no retried call is rescued does not fire", c.r.rateWindow), nil
 }
 
 func retryRateHighScenarios(c *scenario) ([]testCase, error) {
@@ -620,7 +620,7 @@ func retryRateHighScenarios(c *scenario) ([]testCase, error) {
 	}
 	return trafficScenarios(c, build, perStep, step,
 		fmt.Sprintf("fires at %s extra attempts per call", fnum(attempts/perStep)),
-		fmt.Sprintf("a 15s blip of %s extra attempts per call does not fire", fnum(attempts/perStep)), 5*time.Minute), nil
+		fmt.Sprintf("a 15s blip of %s extra attempts per call does not fire", fnum(attempts/perStep)), c.r.rateWindow), nil
 }
 
 func budgetScenarios(c *scenario) ([]testCase, error) {
@@ -648,17 +648,18 @@ func fallbackScenarios(c *scenario) ([]testCase, error) {
 	}
 	lag := step
 	if c.s.threshold > 0 {
-		lag = 5*time.Minute + step // the 5m rate ramps up
+		lag = c.r.rateWindow + step // the rate over the rate window ramps up
 	}
 	return trafficScenarios(c, build, perStep, lag,
 		fmt.Sprintf("fires when fallbacks run at %s/s continuously", fnum(calls/step.Seconds())),
-		"a 15s blip of fallbacks does not fire", 5*time.Minute), nil
+		"a 15s blip of fallbacks does not fire", c.r.rateWindow), nil
 }
 
 func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 	const base = 4.0 // attempts per perStep calls: 0.4%
 	spike := math.Floor(max(2*c.s.threshold*base, 2*RetrySpikeFloor*perStep)) + 1
-	tS := 70 * time.Minute // over an hour of baseline first
+	w := c.r.rateWindow
+	tS := time.Hour + w + 5*time.Minute // over an hour (plus a rate window) of baseline first
 	build := func(end time.Duration, attempts func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{
 			c.series(catalog.RetryCalls, end, counter(end, func(time.Duration) float64 { return perStep }),
@@ -668,7 +669,7 @@ func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 	}
 	var out []testCase
 	start := tS + step
-	sure := tS + 5*time.Minute + 2*step // the 5m rate has fully caught up
+	sure := tS + w + 2*step // the rate over the rate window has fully caught up
 	fire := c.fires(start, sure)
 	end := lastCheck(fire) + time.Minute
 	out = append(out, testCase{
@@ -676,7 +677,7 @@ func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 		series: build(end, when(start, forever, spike, base)),
 		checks: fire,
 	})
-	bt := 75 * time.Minute
+	bt := tS + 5*time.Minute
 	quiet := silent(bt+time.Minute, bt+c.forDur(), bt+c.forDur()+2*time.Minute)
 	end = lastCheck(quiet) + time.Minute
 	out = append(out, testCase{
@@ -700,7 +701,7 @@ func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 		checks: idle,
 	})
 	R := sure + c.forDur() + time.Minute
-	res := slices.Concat(fire, c.resolves(R, R+5*time.Minute))
+	res := slices.Concat(fire, c.resolves(R, R+w))
 	end = lastCheck(res) + time.Minute
 	out = append(out, testCase{
 		name:   c.name("resolves once the retry rate is back to its baseline"),
@@ -762,7 +763,9 @@ func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Durat
 // (×1000, rounded, so the comparison is exact).
 func (r *resolved) recordingTest(lv map[string]string) testCase {
 	c := &scenario{r: r, lv: lv}
-	end := 11 * time.Minute
+	// Evaluated once the rate window holds only steady traffic (10m for the default 5m).
+	at := max(10*time.Minute, r.rateWindow+5*time.Minute)
+	end := at + time.Minute
 	steady := func(n float64) string { return counter(end, func(time.Duration) float64 { return n }) }
 	tc := testCase{name: "recording rules: expected values under steady traffic"}
 	tc.series = []yamlSeries{
@@ -791,7 +794,7 @@ func (r *resolved) recordingTest(lv map[string]string) testCase {
 	expect := func(rec string, value float64, extra ...string) {
 		tc.exprs = append(tc.exprs, yamlExprTest{
 			Expr:       "round(1000 * " + rec + ")",
-			EvalTime:   "10m",
+			EvalTime:   FormatDuration(at),
 			ExpSamples: []yamlSample{{Labels: with(extra...), Value: value}},
 		})
 	}

@@ -209,6 +209,18 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 		},
 		"selector":         c.str(&c.rules.Selector),
 		"runbook_base_url": c.str(&c.rules.RunbookBaseURL),
+		"rate_window": func(n *yaml.Node, p string) error {
+			var d *time.Duration
+			if err := c.duration(&d)(n, p); err != nil {
+				return err
+			}
+			if *d == 0 {
+				return c.errAt(n, p, "0s: out of range [%s, %s] (leave the key out for the default %s)",
+					rules.FormatDuration(rules.MinRateWindow), rules.FormatDuration(rules.MaxRateWindow), rules.FormatDuration(rules.DefaultRateWindow))
+			}
+			c.rules.RateWindow = *d
+			return nil
+		},
 		"group_by": func(n *yaml.Node, p string) error {
 			haveGroupBy = true
 			if n.Kind != yaml.SequenceNode {

@@ -25,6 +25,7 @@ func TestLoadConfigDecodesEveryKey(t *testing.T) {
 selector: 'job="checkout"'
 group_by: [job, name]
 runbook_base_url: https://wiki.example.com/rb
+rate_window: 2m
 alerts:
   CircuitBreakerStuckOpen:
     enabled: true
@@ -44,6 +45,7 @@ dashboards:
 	assert.Equal(t, `job="checkout"`, c.rules.Selector)
 	assert.Equal(t, []string{"job", "name"}, c.rules.GroupBy)
 	assert.Equal(t, "https://wiki.example.com/rb", c.rules.RunbookBaseURL)
+	assert.Equal(t, 2*time.Minute, c.rules.RateWindow)
 	so := c.rules.Alerts[rules.AlertStuckOpen]
 	require.NotNil(t, so.Enabled)
 	assert.True(t, *so.Enabled)
@@ -57,7 +59,7 @@ dashboards:
 	assert.True(t, c.dashboards.Provisioning)
 	assert.Equal(t, "acme", c.dashboards.Namespace, "the dashboards follow the namespace")
 	assert.Equal(t, `job="checkout"`, c.dashboards.Selector, "and the selector")
-	assert.Equal(t, 8, c.lines["alerts.CircuitBreakerStuckOpen.threshold"])
+	assert.Equal(t, 9, c.lines["alerts.CircuitBreakerStuckOpen.threshold"])
 }
 
 func TestEmptyConfigMeansDefaults(t *testing.T) {
@@ -73,7 +75,7 @@ func TestEmptyConfigMeansDefaults(t *testing.T) {
 func FuzzLoadConfig(f *testing.F) {
 	for _, s := range []string{
 		"namespace: acme\n", "alerts:\n  RetryRateHigh:\n    threshold: 0.1\n    for: 5m\n",
-		"group_by: [job, name]\n", "selector: 'job=\"a\"'\n", "dashboards: {uid_prefix: x}\n",
+		"group_by: [job, name]\n", "rate_window: 1m\n", "selector: 'job=\"a\"'\n", "dashboards: {uid_prefix: x}\n",
 		"alerts: [\n", "- a\n", "alerts:\n  X: 1\n", "namespace: &a x\nselector: *a\n", "? [a]\n: b\n",
 	} {
 		f.Add(s)

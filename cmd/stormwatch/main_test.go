@@ -196,6 +196,7 @@ alerts:
     severity: critical
   FallbackSustained:
     enabled: false
+rate_window: 2m
 dashboards:
   title_prefix: Checkout
   uid_prefix: checkout
@@ -207,7 +208,10 @@ dashboards:
 	rulesYAML, err := os.ReadFile(filepath.Join(dir, "out", "stormwatch-rules.yaml"))
 	require.NoError(t, err)
 	s := string(rulesYAML)
-	assert.Contains(t, s, `cluster_job_name:acme_retry_attempts_per_call:ratio_rate5m{job="checkout"} > 0.2`)
+	assert.Contains(t, s, `cluster_job_name:acme_retry_attempts_per_call:ratio_rate2m{job="checkout"} > 0.2`)
+	assert.Contains(t, s, `sum by (cluster, job, name) (rate(acme_retry_attempts_total{job="checkout"}[2m]))`)
+	assert.NotContains(t, s, "rate5m")
+	assert.NotContains(t, s, "[5m]")
 	assert.Contains(t, s, "for: 10m\n        keep_firing_for: 1m\n        labels:\n          severity: critical")
 	assert.Contains(t, s, "https://wiki.example.com/runbooks/RetryRateHigh")
 	assert.NotContains(t, s, "FallbackSustained")
@@ -253,6 +257,10 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"threshold not a number", "alerts:\n  RetryRateHigh:\n    threshold: high\n", `c\.yaml:3: alerts\.RetryRateHigh\.threshold: want a number, got str "high"`},
 		{"bad duration", "alerts:\n  RetryRateHigh:\n\n    for: 5 minutes\n", `c\.yaml:4: alerts\.RetryRateHigh\.for: invalid duration "5 minutes"`},
 		{"duration out of range", "alerts:\n  RetryRateHigh:\n    keep_firing_for: 2d\n", `c\.yaml:3: alerts\.RetryRateHigh\.keep_firing_for: .*longer than 1d`},
+		{"rate window too short", "namespace: acme\nrate_window: 30s\n", `c\.yaml:2: rate_window: 30s: out of range \[1m, 1h\]`},
+		{"rate window too long", "rate_window: 2h\n", `c\.yaml:1: rate_window: 2h: out of range \[1m, 1h\]`},
+		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window: 0s: out of range \[1m, 1h\]`},
+		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window: want a duration such as 30s, 5m or 1h, got int "5"`},
 		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector: .*unterminated quoted value`},
 		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector: .*regular expression`},
 		{"unknown alert", "alerts:\n  RetryRateHgh:\n    enabled: false\n", `c\.yaml:2: alerts\.RetryRateHgh: unknown alert "RetryRateHgh"`},

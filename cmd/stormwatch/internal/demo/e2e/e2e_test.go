@@ -35,19 +35,25 @@ const (
 	speed      = 1.5
 	faultStart = 10 * time.Second
 	faultEnd   = 50 * time.Second
-	// deadline bounds the whole test once Prometheus is up. FallbackSustained averages
-	// fallbacks over 5m, so it cannot resolve sooner than 5m after the last fallback.
+	// rateWindow is the rules' rate window (rate_window in the config): short, so that the
+	// alerts on rates resolve soon after recovery — FallbackSustained averages fallbacks over
+	// it and cannot resolve sooner than one window after the last fallback. 1s scrapes
+	// keep it far above 4 scrape intervals.
+	rateWindow = time.Minute
+	// deadline bounds the whole test once Prometheus is up.
 	deadline = 8 * time.Minute
 )
 
 // The alerts the outage must fire and then resolve.
 var mustFire = []string{"CircuitBreakerStuckOpen", "RetryRateHigh", "FallbackSustained"}
 
-// rulesConfig shortens every alert's `for` — to 2s for the three the outage must fire, to 10s
-// for the others, so that a steady run would fire any of them within seconds — and
-// CircuitBreakerStuckOpen's not-closed threshold to 15s (its minimum).
+// rulesConfig sets the rate window to rateWindow and shortens every alert's `for` — to 2s for
+// the three the outage must fire, to 10s for the others, so that a steady run would fire any
+// of them within seconds — and CircuitBreakerStuckOpen's not-closed threshold to 15s (its
+// minimum).
 func rulesConfig() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "rate_window: %s\n", rules.FormatDuration(rateWindow))
 	b.WriteString("alerts:\n")
 	for _, name := range rules.AlertNames() {
 		f := "10s"

@@ -54,7 +54,7 @@ var (
 var durationKinds = []struct {
 	label  string
 	failed bool
-}{{catalog.BreakerFailed, true}, {catalog.BreakerSuccessful, false}}
+}{{catalog.CallFailed.String(), true}, {catalog.CallSuccessful.String(), false}}
 
 func sortedBy[T any](xs []T, key func(T) string) []T {
 	out := append([]T(nil), xs...)

@@ -25,12 +25,12 @@ func TestBreakerVocabularyMatchesCatalog(t *testing.T) {
 	for _, s := range breaker.States() {
 		states = append(states, s.String())
 	}
-	assert.Equal(t, catalog.BreakerStates, states)
+	assert.Equal(t, catalog.Names(catalog.States[:]), states)
 	var kinds []string
 	for _, k := range breaker.CallKinds() {
 		kinds = append(kinds, k.String())
 	}
-	assert.Equal(t, catalog.BreakerCallKinds, kinds)
+	assert.Equal(t, catalog.Names(catalog.CallKinds[:]), kinds)
 	var bounds []float64
 	for _, d := range breaker.DurationBuckets {
 		bounds = append(bounds, d.Seconds())
@@ -46,8 +46,8 @@ func TestBreakerVocabularyMatchesCatalog(t *testing.T) {
 		}
 	}
 	assert.Equal(t, numTransitions, pairs)
-	assert.Equal(t, []string{catalog.BreakerFailed, catalog.BreakerSuccessful}, []string{durationKinds[0].label, durationKinds[1].label})
-	assert.ElementsMatch(t, catalog.BreakerDurationKinds, []string{durationKinds[0].label, durationKinds[1].label})
+	assert.Equal(t, []string{catalog.CallFailed.String(), catalog.CallSuccessful.String()}, []string{durationKinds[0].label, durationKinds[1].label})
+	assert.ElementsMatch(t, catalog.Names(catalog.DurationKinds[:]), []string{durationKinds[0].label, durationKinds[1].label})
 }
 
 var (
@@ -86,7 +86,7 @@ func TestBreakerExpositionAfterScriptedHistory(t *testing.T) {
 `
 	stateLines := func(cur string) string {
 		var sb strings.Builder
-		for _, s := range catalog.BreakerStates {
+		for _, s := range catalog.Names(catalog.States[:]) {
 			v := 0
 			if s == cur {
 				v = 1

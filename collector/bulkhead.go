@@ -40,8 +40,8 @@ func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(p.maxConcurrent, prometheus.GaugeValue, float64(st.MaxConcurrent), name)
 		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(st.InFlight), name)
 		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(st.Waiting), name)
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Permitted), name, catalog.BulkheadPermitted)
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Rejected), name, catalog.BulkheadRejected)
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Permitted), name, catalog.AdmissionPermitted.String())
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Rejected), name, catalog.AdmissionRejected.String())
 		ch <- prometheus.MustNewConstHistogram(p.waitDuration, st.Wait.Count, st.Wait.Sum, buckets(st.Wait.Bounds, st.Wait.Counts), name)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
@@ -45,14 +46,14 @@ func (p *retryPart) collect(ch chan<- prometheus.Metric) {
 	for _, nr := range p.reg.Retries() {
 		s := nr.Value.Snapshot()
 		name := nr.Name
-		for i, kind := range catalog.RetryCallKinds {
+		for i, kind := range catalog.Names(catalog.RetryKinds[:]) {
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(s.Calls[i]), name, kind)
 		}
 		ch <- prometheus.MustNewConstMetric(p.attempts, prometheus.CounterValue, float64(s.Retries), name)
-		for i, class := range catalog.ErrorClasses {
+		for i, class := range classify.Classes {
 			ch <- prometheus.MustNewConstMetric(p.errors, prometheus.CounterValue, float64(s.Errors[i]), name, class)
 		}
-		for i, source := range catalog.DelaySources {
+		for i, source := range catalog.Names(catalog.DelaySources[:]) {
 			h := s.Backoff[i]
 			ch <- prometheus.MustNewConstHistogram(p.backoff, h.Count, h.Sum, buckets(p.bounds, h.Buckets), name, source)
 		}

@@ -24,32 +24,32 @@ import (
 // The instrument packages may not import the catalog, so they define the same words; these
 // must be exactly the catalog's closed sets, in the same order (snapshots are indexed by them).
 func TestRetryLabelSetsMatchTheCatalog(t *testing.T) {
-	assert.Equal(t, catalog.ErrorClasses, classify.Classes)
-	assert.Equal(t, catalog.RetryCallKinds, retry.CallKinds)
-	assert.Equal(t, catalog.RetryOutcomes, retry.Outcomes)
-	assert.Equal(t, catalog.DelaySources, retry.DelaySources)
+	assert.Equal(t, catalog.Names(catalog.Classes[:]), classify.Classes)
+	assert.Equal(t, catalog.Names(catalog.RetryKinds[:]), retry.CallKinds)
+	assert.Equal(t, catalog.Names(catalog.Outcomes[:]), retry.Outcomes)
+	assert.Equal(t, catalog.Names(catalog.DelaySources[:]), retry.DelaySources)
 	assert.Equal(t, catalog.RetryBackoff.Buckets, retry.BackoffBuckets())
 	assert.Equal(t, catalog.BackoffBuckets, retry.BackoffBuckets())
 	assert.Equal(t, string(catalog.Retry), string(instrument.KindRetry))
 
 	pairs := [][2]string{
-		{catalog.ClassHTTP4xx, classify.ClassHTTP4xx}, {catalog.ClassHTTPAuth, classify.ClassHTTPAuth},
-		{catalog.ClassHTTP408, classify.ClassHTTP408}, {catalog.ClassHTTP429, classify.ClassHTTP429},
-		{catalog.ClassHTTP5xx, classify.ClassHTTP5xx}, {catalog.ClassHTTP5xxPermanent, classify.ClassHTTP5xxPermanent},
-		{catalog.ClassConnRefused, classify.ClassConnRefused}, {catalog.ClassConnReset, classify.ClassConnReset},
-		{catalog.ClassDNS, classify.ClassDNS}, {catalog.ClassTLSCert, classify.ClassTLSCert},
-		{catalog.ClassTLS, classify.ClassTLS}, {catalog.ClassTimeout, classify.ClassTimeout},
-		{catalog.ClassCanceled, classify.ClassCanceled}, {catalog.ClassRejected, classify.ClassRejected},
-		{catalog.ClassError, classify.ClassError},
-		{catalog.RetrySuccessfulWithoutRetry, retry.KindSuccessfulWithoutRetry},
-		{catalog.RetrySuccessfulWithRetry, retry.KindSuccessfulWithRetry},
-		{catalog.RetryFailedWithoutRetry, retry.KindFailedWithoutRetry},
-		{catalog.RetryFailedWithRetry, retry.KindFailedWithRetry},
-		{catalog.RetryAborted, retry.KindAborted},
-		{catalog.OutcomeRetrying, retry.OutcomeRetrying}, {catalog.OutcomeSucceeded, retry.OutcomeSucceeded},
-		{catalog.OutcomeGaveUp, retry.OutcomeGaveUp}, {catalog.OutcomeAborted, retry.OutcomeAborted},
-		{catalog.OutcomeBudgetExhausted, retry.OutcomeBudgetExhausted},
-		{catalog.SourceBackoff, retry.SourceBackoff}, {catalog.SourceRetryAfter, retry.SourceRetryAfter},
+		{catalog.ClassHTTP4xx.String(), classify.ClassHTTP4xx}, {catalog.ClassHTTPAuth.String(), classify.ClassHTTPAuth},
+		{catalog.ClassHTTP408.String(), classify.ClassHTTP408}, {catalog.ClassHTTP429.String(), classify.ClassHTTP429},
+		{catalog.ClassHTTP5xx.String(), classify.ClassHTTP5xx}, {catalog.ClassHTTP5xxPermanent.String(), classify.ClassHTTP5xxPermanent},
+		{catalog.ClassConnRefused.String(), classify.ClassConnRefused}, {catalog.ClassConnReset.String(), classify.ClassConnReset},
+		{catalog.ClassDNS.String(), classify.ClassDNS}, {catalog.ClassTLSCert.String(), classify.ClassTLSCert},
+		{catalog.ClassTLS.String(), classify.ClassTLS}, {catalog.ClassTimeout.String(), classify.ClassTimeout},
+		{catalog.ClassCanceled.String(), classify.ClassCanceled}, {catalog.ClassRejected.String(), classify.ClassRejected},
+		{catalog.ClassError.String(), classify.ClassError},
+		{catalog.RetrySuccessfulWithoutRetry.String(), retry.KindSuccessfulWithoutRetry},
+		{catalog.RetrySuccessfulWithRetry.String(), retry.KindSuccessfulWithRetry},
+		{catalog.RetryFailedWithoutRetry.String(), retry.KindFailedWithoutRetry},
+		{catalog.RetryFailedWithRetry.String(), retry.KindFailedWithRetry},
+		{catalog.RetryAborted.String(), retry.KindAborted},
+		{catalog.OutcomeRetrying.String(), retry.OutcomeRetrying}, {catalog.OutcomeSucceeded.String(), retry.OutcomeSucceeded},
+		{catalog.OutcomeGaveUp.String(), retry.OutcomeGaveUp}, {catalog.OutcomeAborted.String(), retry.OutcomeAborted},
+		{catalog.OutcomeBudgetExhausted.String(), retry.OutcomeBudgetExhausted},
+		{catalog.SourceBackoff.String(), retry.SourceBackoff}, {catalog.SourceRetryAfter.String(), retry.SourceRetryAfter},
 	}
 	for _, p := range pairs {
 		assert.Equal(t, p[0], p[1])
@@ -210,7 +210,7 @@ resilience_retry_calls_total{kind="successful_without_retry",name="payments"} 20
 	classes := map[string]int{"http_5xx": 1, "conn_reset": 1, "http_4xx": 1, "timeout": 1, "canceled": 1}
 	var b strings.Builder
 	b.WriteString("# HELP resilience_retry_errors_total Failed attempts, by failure class.\n# TYPE resilience_retry_errors_total counter\n")
-	for _, class := range sortedCopy(catalog.ErrorClasses) {
+	for _, class := range sortedCopy(catalog.Names(catalog.Classes[:])) {
 		b.WriteString(`resilience_retry_errors_total{class="` + class + `",name="orders"} 0` + "\n")
 		b.WriteString(`resilience_retry_errors_total{class="` + class + `",name="payments"} ` + itoa(classes[class]) + "\n")
 	}

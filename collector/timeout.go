@@ -22,8 +22,8 @@ func (p *timeoutPart) describe(ch chan<- *prometheus.Desc) { ch <- p.calls }
 func (p *timeoutPart) collect(ch chan<- prometheus.Metric) {
 	for _, nt := range p.reg.Timeouts() {
 		st := nt.Value.Stats()
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Successful), nt.Name, catalog.TimeoutSuccessful)
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Failed), nt.Name, catalog.TimeoutFailed)
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.TimedOut), nt.Name, catalog.TimeoutTimedOut)
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Successful), nt.Name, catalog.TimeoutSuccessful.String())
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Failed), nt.Name, catalog.TimeoutFailed.String())
+		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.TimedOut), nt.Name, catalog.TimeoutTimedOut.String())
 	}
 }

@@ -394,7 +394,7 @@ func combos(m catalog.Metric) [][]string {
 func gaugeValue(m catalog.Metric, ls []string) float64 {
 	switch m.FullName(catalog.DefaultNamespace) {
 	case catalog.BreakerState.FullName(catalog.DefaultNamespace):
-		if slicesContains(ls, catalog.LabelState+`="`+catalog.StateOpen+`"`) {
+		if slicesContains(ls, catalog.LabelState+`="`+catalog.StateOpen.String()+`"`) {
 			return 1
 		}
 		return 0
@@ -570,15 +570,15 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		require.Len(t, v, 1, where)
 		return v[0].F
 	}
-	// The state timeline encodes open as its index in catalog.BreakerStates.
-	assert.Equal(t, float64(slicesIndex(catalog.BreakerStates, catalog.StateOpen)), one(`stormwatch-overview panel "Breaker state" A`))
+	// The state timeline encodes open as its index in catalog.States.
+	assert.Equal(t, float64(slicesIndex(catalog.Names(catalog.States[:]), catalog.StateOpen.String())), one(`stormwatch-overview panel "Breaker state" A`))
 	assert.Equal(t, 1.0, one(`stormwatch-overview panel "Breakers not closed" A`))
 	// Retry rate = rate(attempts) / rate(calls): 1 attempt a minute over 5 call kinds a minute.
-	assert.InDelta(t, 1.0/float64(len(catalog.RetryCallKinds)), one(`stormwatch-overview panel "Retry rate" A`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.RetryKinds)), one(`stormwatch-overview panel "Retry rate" A`), 1e-9)
 	// Rejection ratios.
-	assert.InDelta(t, 1.0/float64(len(catalog.BulkheadCallKinds)), one(`stormwatch-overview panel "Bulkhead rejections" A`), 1e-9)
-	assert.InDelta(t, 1.0/float64(len(catalog.BreakerCallKinds)+1), one(`stormwatch-overview panel "Breaker rejection ratio" A`), 1e-9)
-	assert.InDelta(t, 1.0/float64(len(catalog.TimeoutCallKinds)), one(`stormwatch-overview panel "Timed-out ratio" A`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.Admissions)), one(`stormwatch-overview panel "Bulkhead rejections" A`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.CallKinds)+1), one(`stormwatch-overview panel "Breaker rejection ratio" A`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.TimeoutKinds)), one(`stormwatch-overview panel "Timed-out ratio" A`), 1e-9)
 	// Rescue rate: successful_with_retry / (successful_with_retry + failed_with_retry).
 	assert.InDelta(t, 0.5, one(`stormwatch-overview panel "Rescue rate" A`), 1e-9)
 	// Time since the trip.
@@ -587,10 +587,10 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	// Bulkhead utilisation: in-flight 4 of max 4.
 	assert.InDelta(t, 1.0, one(`stormwatch-dependency panel "Bulkhead utilisation" A`), 1e-9)
 	// Every retry outcome, error class, fallback cause and transition has its own series.
-	assert.Len(t, byWhere[`stormwatch-overview panel "Retry outcomes" A`], len(catalog.RetryCallKinds))
-	assert.Len(t, byWhere[`stormwatch-overview panel "Failed attempts by error class" A`], len(catalog.ErrorClasses))
-	assert.Len(t, byWhere[`stormwatch-overview panel "Fallbacks by cause" A`], len(catalog.FallbackCauses))
-	assert.Len(t, byWhere[`stormwatch-overview panel "Backoff delays by source" A`], len(catalog.DelaySources))
+	assert.Len(t, byWhere[`stormwatch-overview panel "Retry outcomes" A`], len(catalog.RetryKinds))
+	assert.Len(t, byWhere[`stormwatch-overview panel "Failed attempts by error class" A`], len(catalog.Classes))
+	assert.Len(t, byWhere[`stormwatch-overview panel "Fallbacks by cause" A`], len(catalog.Causes))
+	assert.Len(t, byWhere[`stormwatch-overview panel "Backoff delays by source" A`], len(catalog.Names(catalog.DelaySources[:])))
 }
 
 func slicesIndex(ss []string, s string) int {

@@ -191,7 +191,7 @@ func notClosedStat(q promql, title, description string) single {
 		description: description,
 		unit:        units.Short,
 		width:       4,
-		expr:        zero("count(" + q.sel(catalog.BreakerState, ne(catalog.LabelState, catalog.StateClosed)) + " == 1)"),
+		expr:        zero("count(" + q.sel(catalog.BreakerState, ne(catalog.LabelState, catalog.StateClosed.String())) + " == 1)"),
 		thresholds:  thresholds(colorGreen, step{1, colorRed}),
 		decimals:    cog.ToPtr(0.0),
 	}
@@ -218,7 +218,7 @@ func overviewStats(q promql) []single {
 			description: "Share of bulkhead admission decisions that rejected the call.",
 			unit:        units.PercentUnit,
 			width:       4,
-			expr: ratio(sumBy(nil, q.rate(catalog.BulkheadCalls, eq(catalog.LabelKind, catalog.BulkheadRejected))),
+			expr: ratio(sumBy(nil, q.rate(catalog.BulkheadCalls, eq(catalog.LabelKind, catalog.AdmissionRejected.String()))),
 				sumBy(nil, q.rate(catalog.BulkheadCalls))),
 			thresholds: thresholds(colorGreen, step{0.01, colorRed}),
 			noValue:    "no calls",
@@ -238,7 +238,7 @@ func overviewStats(q promql) []single {
 			description: "Attempts per second that hit their time limit.",
 			unit:        units.OpsPerSecond,
 			width:       4,
-			expr:        zero(sumBy(nil, q.rate(catalog.TimeoutCalls, eq(catalog.LabelKind, catalog.TimeoutTimedOut)))),
+			expr:        zero(sumBy(nil, q.rate(catalog.TimeoutCalls, eq(catalog.LabelKind, catalog.TimeoutTimedOut.String())))),
 			thresholds:  thresholds(colorGreen, step{0.001, colorOrange}),
 		},
 		{
@@ -343,7 +343,7 @@ func variables(r resolved, singleName bool) []cog.Builder[dashboard.VariableMode
 // tripAnnotation marks every breaker trip (a transition to open) on the time series panels.
 func tripAnnotation(q promql) cog.Builder[dashboard.AnnotationQuery] {
 	expr := sumBy([]string{labelJob, catalog.LabelName, catalog.LabelFrom},
-		q.increase(catalog.BreakerTransitions, eq(catalog.LabelTo, catalog.StateOpen))) + " > 0"
+		q.increase(catalog.BreakerTransitions, eq(catalog.LabelTo, catalog.StateOpen.String()))) + " > 0"
 	return dashboard.NewAnnotationQueryBuilder().
 		Name("Breaker trips").
 		Datasource(datasourceRef()).

@@ -528,9 +528,9 @@ func TestStateTimelineMapsEveryBreakerState(t *testing.T) {
 	require.Len(t, tl.FieldConfig.Defaults.Mappings, 1)
 	vm := tl.FieldConfig.Defaults.Mappings[0].ValueMap
 	require.NotNil(t, vm)
-	require.Len(t, vm.Options, len(catalog.BreakerStates))
+	require.Len(t, vm.Options, len(catalog.Names(catalog.States[:])))
 	colors := map[string]bool{}
-	for i, s := range catalog.BreakerStates {
+	for i, s := range catalog.Names(catalog.States[:]) {
 		r, ok := vm.Options[strings.TrimSpace(itoa(i))]
 		require.True(t, ok, "state %s has no mapping", s)
 		assert.Equal(t, s, *r.Text)

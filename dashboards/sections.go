@@ -32,20 +32,20 @@ func legendWith(legend, label string) string { return legend + " {{" + label + "
 
 // stateColors colours every breaker state of the catalog in the state timeline.
 var stateColors = map[string]string{
-	catalog.StateClosed:      colorGreen,
-	catalog.StateOpen:        colorRed,
-	catalog.StateHalfOpen:    colorYellow,
-	catalog.StateForcedOpen:  colorDarkRed,
-	catalog.StateDisabled:    colorGrey,
-	catalog.StateMetricsOnly: colorBlue,
+	catalog.StateClosed.String():      colorGreen,
+	catalog.StateOpen.String():        colorRed,
+	catalog.StateHalfOpen.String():    colorYellow,
+	catalog.StateForcedOpen.String():  colorDarkRed,
+	catalog.StateDisabled.String():    colorGrey,
+	catalog.StateMetricsOnly.String(): colorBlue,
 }
 
-// stateCode encodes the effective breaker state as its index in catalog.BreakerStates
+// stateCode encodes the effective breaker state as its index in catalog.Names(catalog.States[:])
 // (closed = 0): the sum over states of index × the state gauge, which is 1 only for the
 // effective state.
 func (v view) stateCode() string {
 	expr := ""
-	for i, s := range catalog.BreakerStates {
+	for i, s := range catalog.Names(catalog.States[:]) {
 		if i == 0 {
 			continue // closed contributes 0
 		}
@@ -59,7 +59,7 @@ func (v view) stateCode() string {
 
 // stateMapping maps state codes back to state names and colours.
 func stateMapping() []dashboard.ValueMapping {
-	return []dashboard.ValueMapping{valueText(catalog.BreakerStates, stateColors, 0)}
+	return []dashboard.ValueMapping{valueText(catalog.Names(catalog.States[:]), stateColors, 0)}
 }
 
 // quantileTargets draws the 50th, 95th and 99th percentile of histogram m.
@@ -121,8 +121,8 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 			width: third,
 			bars:  true,
 			targets: []target{{
-				expr:   sumBy(with(v.agg, catalog.LabelFrom), q.increase(catalog.BreakerTransitions, eq(catalog.LabelTo, catalog.StateOpen))),
-				legend: legendWith(v.aggLegend, catalog.LabelFrom) + " → " + catalog.StateOpen,
+				expr:   sumBy(with(v.agg, catalog.LabelFrom), q.increase(catalog.BreakerTransitions, eq(catalog.LabelTo, catalog.StateOpen.String()))),
+				legend: legendWith(v.aggLegend, catalog.LabelFrom) + " → " + catalog.StateOpen.String(),
 			}},
 		}.build(),
 		graph{
@@ -226,7 +226,7 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 
 func (v view) retryRow() rowBuilder {
 	q := v.q
-	callsWithRetry := q.rate(catalog.RetryCalls, oneOf(catalog.LabelKind, catalog.RetrySuccessfulWithRetry, catalog.RetryFailedWithRetry))
+	callsWithRetry := q.rate(catalog.RetryCalls, oneOf(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String(), catalog.RetryFailedWithRetry.String()))
 	return row(200, "Retries",
 		graph{
 			id:    201,
@@ -249,7 +249,7 @@ func (v view) retryRow() rowBuilder {
 			width: third,
 			ratio: true,
 			targets: []target{{
-				expr:   ratio(sumBy(v.agg, q.rate(catalog.RetryCalls, eq(catalog.LabelKind, catalog.RetrySuccessfulWithRetry))), sumBy(v.agg, callsWithRetry)),
+				expr:   ratio(sumBy(v.agg, q.rate(catalog.RetryCalls, eq(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()))), sumBy(v.agg, callsWithRetry)),
 				legend: v.aggLegend,
 			}},
 		}.build(),
@@ -338,7 +338,7 @@ func (v view) bulkheadRow() rowBuilder {
 			width:       third,
 			ratio:       true,
 			targets: []target{{
-				expr:   ratio(sumBy(v.agg, q.rate(catalog.BulkheadCalls, eq(catalog.LabelKind, catalog.BulkheadRejected))), sumBy(v.agg, q.rate(catalog.BulkheadCalls))),
+				expr:   ratio(sumBy(v.agg, q.rate(catalog.BulkheadCalls, eq(catalog.LabelKind, catalog.AdmissionRejected.String()))), sumBy(v.agg, q.rate(catalog.BulkheadCalls))),
 				legend: v.aggLegend,
 			}},
 		}.build(),
@@ -414,7 +414,7 @@ func (v view) timeoutRow() rowBuilder {
 			width:       half,
 			ratio:       true,
 			targets: []target{{
-				expr:   ratio(sumBy(v.agg, q.rate(catalog.TimeoutCalls, eq(catalog.LabelKind, catalog.TimeoutTimedOut))), sumBy(v.agg, q.rate(catalog.TimeoutCalls))),
+				expr:   ratio(sumBy(v.agg, q.rate(catalog.TimeoutCalls, eq(catalog.LabelKind, catalog.TimeoutTimedOut.String()))), sumBy(v.agg, q.rate(catalog.TimeoutCalls))),
 				legend: v.aggLegend,
 			}},
 		}.build(),

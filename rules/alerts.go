@@ -89,7 +89,7 @@ and on (%[1]s)
   sum by (%[1]s) (increase(%[5]s%[6]s)) > 0
 )`, gi, r.sel(r.name(catalog.BreakerTrippedSince)), num(s.threshold),
 				r.sel(r.name(catalog.BreakerNotPermitted)),
-				r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateHalfOpen), eq(catalog.LabelTo, catalog.StateOpen)), w)
+				r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateHalfOpen.String()), eq(catalog.LabelTo, catalog.StateOpen.String())), w)
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {
 			return fmt.Sprintf("Circuit breaker %s has not been closed for more than %s and rejected calls or failed its half-open probes in the last %s: the dependency is still down for this process.",
@@ -105,7 +105,7 @@ and on (%[1]s)
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
 			return fmt.Sprintf("sum by (%s) (\n  increase(%s[%s])\n) >= %s", gi,
-				r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed), eq(catalog.LabelTo, catalog.StateOpen)),
+				r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String())),
 				FormatDuration(flappingWindow), num(s.threshold))
 		},
 		description: func(r *resolved, s settings, ref func(string) string) string {

@@ -127,10 +127,10 @@ func (r *resolved) recordingRules() []Rule {
 		{Record: r.recRetryCallsByKind(), Expr: "sum by (" + byKind + ") (" + rate(catalog.RetryCalls) + ")"},
 		{Record: r.recRetryAttempts(), Expr: "sum by (" + by + ") (" + rate(catalog.RetryAttempts) + ")"},
 		{Record: r.recRetryRate(), Expr: r.sel(r.recRetryAttempts()) + "\n/\nsum by (" + by + ") (" + r.sel(r.recRetryCallsByKind()) + ")"},
-		{Record: r.recRescueRate(), Expr: "sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), eq(catalog.LabelKind, catalog.RetrySuccessfulWithRetry)) + ")\n/\n" +
-			"sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), re(catalog.LabelKind, catalog.RetrySuccessfulWithRetry, catalog.RetryFailedWithRetry)) + ")"},
+		{Record: r.recRescueRate(), Expr: "sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), eq(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String())) + ")\n/\n" +
+			"sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), re(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String(), catalog.RetryFailedWithRetry.String())) + ")"},
 		{Record: r.recBulkheadCallsByKind(), Expr: "sum by (" + byKind + ") (" + rate(catalog.BulkheadCalls) + ")"},
-		{Record: r.recBulkheadRejectionRatio(), Expr: "sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind(), eq(catalog.LabelKind, catalog.BulkheadRejected)) + ")\n/\n" +
+		{Record: r.recBulkheadRejectionRatio(), Expr: "sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind(), eq(catalog.LabelKind, catalog.AdmissionRejected.String())) + ")\n/\n" +
 			"sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind()) + ")"},
 		{Record: r.recFallbacksByCause(), Expr: "sum by (" + byCause + ") (" + rate(catalog.FallbackCalls) + ")"},
 	}

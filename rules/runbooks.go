@@ -121,7 +121,7 @@ var runbooks = map[string]runbook{
 		queries: func(r *resolved, s settings) []query {
 			return []query{
 				{"How long the breaker has been not closed, per instance (seconds):", "time() - (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)"},
-				{"Rejections and failed probes:", "sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerNotPermitted))) + "))\n\nsum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelTo, catalog.StateOpen)) + "[15m]))"},
+				{"Rejections and failed probes:", "sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerNotPermitted))) + "))\n\nsum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelTo, catalog.StateOpen.String())) + "[15m]))"},
 				{"Failure rate against the configured threshold:", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerFailureRateThreshold))},
 				{"What the failures are (error classes seen by the retry on the same call):", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
 			}
@@ -146,7 +146,7 @@ var runbooks = map[string]runbook{
 		},
 		queries: func(r *resolved, s settings) []query {
 			return []query{
-				{"Trips per instance in the last hour:", "sum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed), eq(catalog.LabelTo, catalog.StateOpen)) + "[1h]))"},
+				{"Trips per instance in the last hour:", "sum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String())) + "[1h]))"},
 				{"All transitions (are probes failing, half_open → open?):", "sum by (from, to) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions)) + "[1h]))"},
 				{"Failure and slow-call rates against their thresholds:", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRate))},
 			}
@@ -348,7 +348,7 @@ var runbooks = map[string]runbook{
 		queries: func(r *resolved, s settings) []query {
 			return []query{
 				{"Fallbacks by cause:", "sum by (cause) (" + r.sel(r.recFallbacksByCause(), eq(catalog.LabelName, "<name>")) + ")"},
-				{"Is the breaker open?", r.nameSel(r.name(catalog.BreakerState), eq(catalog.LabelState, catalog.StateOpen))},
+				{"Is the breaker open?", r.nameSel(r.name(catalog.BreakerState), eq(catalog.LabelState, catalog.StateOpen.String()))},
 			}
 		},
 		panels: []panel{{rowFallbacks, "Fallbacks by cause"}, {rowFallbacks, "Fallbacks"}, {rowBreakers, "Breaker state"}, {rowBulkheads, "Bulkhead rejection ratio"}},

@@ -323,7 +323,7 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 	T := time.Duration(c.s.threshold) * time.Second
 	C := afterStep(t0 + T) // first evaluation with time() - trip > threshold
 	trip := float64(t0 / time.Second)
-	halfOpenOpen := []string{catalog.LabelFrom, catalog.StateHalfOpen, catalog.LabelTo, catalog.StateOpen}
+	halfOpenOpen := []string{catalog.LabelFrom, catalog.StateHalfOpen.String(), catalog.LabelTo, catalog.StateOpen.String()}
 	build := func(end time.Duration, tripped, rejections, failedProbes func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{
 			c.series(catalog.BreakerTrippedSince, end, gauge(end, tripped)),
@@ -362,9 +362,9 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 	out = append(out, testCase{
 		name: c.name("fires on failed half-open probes without rejections; half-open scrapes do not reset it"),
 		series: append(build(end, when(t0, forever, trip, 0), zero, probes),
-			stateSeries(catalog.StateClosed, func(t time.Duration) bool { return t < t0 }),
-			stateSeries(catalog.StateOpen, func(t time.Duration) bool { return t >= t0 && !halfOpen(t) }),
-			stateSeries(catalog.StateHalfOpen, halfOpen)),
+			stateSeries(catalog.StateClosed.String(), func(t time.Duration) bool { return t < t0 }),
+			stateSeries(catalog.StateOpen.String(), func(t time.Duration) bool { return t >= t0 && !halfOpen(t) }),
+			stateSeries(catalog.StateHalfOpen.String(), halfOpen)),
 		checks: fire,
 	})
 
@@ -413,7 +413,7 @@ func flappingScenarios(c *scenario) ([]testCase, error) {
 			return 1
 		}
 	}
-	closedOpen := []string{catalog.LabelFrom, catalog.StateClosed, catalog.LabelTo, catalog.StateOpen}
+	closedOpen := []string{catalog.LabelFrom, catalog.StateClosed.String(), catalog.LabelTo, catalog.StateOpen.String()}
 	tN := tripAt(n - 1)
 	build := func(end time.Duration, inc func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{c.series(catalog.BreakerTransitions, end, counter(end, inc), closedOpen...)}
@@ -569,7 +569,7 @@ func rejectingCallsScenarios(c *scenario) ([]testCase, error) {
 	bad := shareAbove(c.s.threshold)
 	build := func(end time.Duration, rejected, permitted func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{
-			c.series(catalog.BreakerCalls, end, counter(end, permitted), catalog.LabelKind, catalog.BreakerSuccessful),
+			c.series(catalog.BreakerCalls, end, counter(end, permitted), catalog.LabelKind, catalog.CallSuccessful.String()),
 			c.series(catalog.BreakerNotPermitted, end, counter(end, rejected)),
 		}
 	}
@@ -582,8 +582,8 @@ func bulkheadRejectionScenarios(c *scenario) ([]testCase, error) {
 	bad := shareAbove(c.s.threshold)
 	build := func(end time.Duration, rejected, permitted func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{
-			c.series(catalog.BulkheadCalls, end, counter(end, permitted), catalog.LabelKind, catalog.BulkheadPermitted),
-			c.series(catalog.BulkheadCalls, end, counter(end, rejected), catalog.LabelKind, catalog.BulkheadRejected),
+			c.series(catalog.BulkheadCalls, end, counter(end, permitted), catalog.LabelKind, catalog.AdmissionPermitted.String()),
+			c.series(catalog.BulkheadCalls, end, counter(end, rejected), catalog.LabelKind, catalog.AdmissionRejected.String()),
 		}
 	}
 	return trafficScenarios(c, build, bad, step,
@@ -595,8 +595,8 @@ func notRescuingScenarios(c *scenario) ([]testCase, error) {
 	rescued := math.Floor(c.s.threshold * perStep / 2)
 	build := func(end time.Duration, failedRetried, rescuedOrOK func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{
-			c.series(catalog.RetryCalls, end, counter(end, rescuedOrOK), catalog.LabelKind, catalog.RetrySuccessfulWithRetry),
-			c.series(catalog.RetryCalls, end, counter(end, failedRetried), catalog.LabelKind, catalog.RetryFailedWithRetry),
+			c.series(catalog.RetryCalls, end, counter(end, rescuedOrOK), catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()),
+			c.series(catalog.RetryCalls, end, counter(end, failedRetried), catalog.LabelKind, catalog.RetryFailedWithRetry.String()),
 		}
 	}
 	// The generic builder's "good" calls are rescued retries here, so the blip is a 15s burst
@@ -612,7 +612,7 @@ func retryRateHighScenarios(c *scenario) ([]testCase, error) {
 		// retried(t) is perStep calls in the bad state, scaled into attempts below.
 		return []yamlSeries{
 			c.series(catalog.RetryCalls, end, counter(end, func(t time.Duration) float64 { return retried(t) + plain(t) }),
-				catalog.LabelKind, catalog.RetrySuccessfulWithRetry),
+				catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()),
 			c.series(catalog.RetryAttempts, end, counter(end, func(t time.Duration) float64 {
 				return retried(t) / perStep * attempts
 			})),
@@ -644,7 +644,7 @@ func fallbackScenarios(c *scenario) ([]testCase, error) {
 	build := func(end time.Duration, bad, _ func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{c.series(catalog.FallbackCalls, end, counter(end, func(t time.Duration) float64 {
 			return bad(t) / perStep * calls
-		}), catalog.LabelCause, catalog.CauseCircuitOpen)}
+		}), catalog.LabelCause, catalog.CauseCircuitOpen.String())}
 	}
 	lag := step
 	if c.s.threshold > 0 {
@@ -663,7 +663,7 @@ func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 	build := func(end time.Duration, attempts func(time.Duration) float64) []yamlSeries {
 		return []yamlSeries{
 			c.series(catalog.RetryCalls, end, counter(end, func(time.Duration) float64 { return perStep }),
-				catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry),
+				catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String()),
 			c.series(catalog.RetryAttempts, end, counter(end, attempts)),
 		}
 	}
@@ -690,7 +690,7 @@ func retryRateSpikeScenarios(c *scenario) ([]testCase, error) {
 	out = append(out, testCase{
 		name: c.name("idle (no calls) does not fire"),
 		series: []yamlSeries{
-			c.series(catalog.RetryCalls, end, counter(end, zero), catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry),
+			c.series(catalog.RetryCalls, end, counter(end, zero), catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String()),
 			c.series(catalog.RetryAttempts, end, counter(end, zero)),
 		},
 		checks: idle,
@@ -769,16 +769,16 @@ func (r *resolved) recordingTest(lv map[string]string) testCase {
 	steady := func(n float64) string { return counter(end, func(time.Duration) float64 { return n }) }
 	tc := testCase{name: "recording rules: expected values under steady traffic"}
 	tc.series = []yamlSeries{
-		c.series(catalog.BreakerCalls, end, steady(1200), catalog.LabelKind, catalog.BreakerSuccessful),
-		c.series(catalog.BreakerCalls, end, steady(300), catalog.LabelKind, catalog.BreakerFailed),
+		c.series(catalog.BreakerCalls, end, steady(1200), catalog.LabelKind, catalog.CallSuccessful.String()),
+		c.series(catalog.BreakerCalls, end, steady(300), catalog.LabelKind, catalog.CallFailed.String()),
 		c.series(catalog.BreakerNotPermitted, end, steady(500)),
-		c.series(catalog.RetryCalls, end, steady(1200), catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry),
-		c.series(catalog.RetryCalls, end, steady(150), catalog.LabelKind, catalog.RetrySuccessfulWithRetry),
-		c.series(catalog.RetryCalls, end, steady(150), catalog.LabelKind, catalog.RetryFailedWithRetry),
+		c.series(catalog.RetryCalls, end, steady(1200), catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String()),
+		c.series(catalog.RetryCalls, end, steady(150), catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()),
+		c.series(catalog.RetryCalls, end, steady(150), catalog.LabelKind, catalog.RetryFailedWithRetry.String()),
 		c.series(catalog.RetryAttempts, end, steady(450)),
-		c.series(catalog.BulkheadCalls, end, steady(1470), catalog.LabelKind, catalog.BulkheadPermitted),
-		c.series(catalog.BulkheadCalls, end, steady(30), catalog.LabelKind, catalog.BulkheadRejected),
-		c.series(catalog.FallbackCalls, end, steady(150), catalog.LabelCause, catalog.CauseCircuitOpen),
+		c.series(catalog.BulkheadCalls, end, steady(1470), catalog.LabelKind, catalog.AdmissionPermitted.String()),
+		c.series(catalog.BulkheadCalls, end, steady(30), catalog.LabelKind, catalog.AdmissionRejected.String()),
+		c.series(catalog.FallbackCalls, end, steady(150), catalog.LabelCause, catalog.CauseCircuitOpen.String()),
 	}
 	agg := map[string]string{}
 	for _, l := range r.labels(false) {
@@ -802,15 +802,15 @@ func (r *resolved) recordingTest(lv map[string]string) testCase {
 	expect(r.recBreakerCalls(), 100000)
 	expect(r.recBreakerNotPermitted(), 33333)
 	expect(r.recBreakerRejectionRatio(), 250)
-	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetrySuccessfulWithoutRetry+`"}`, 80000, catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry)
-	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetrySuccessfulWithRetry+`"}`, 10000, catalog.LabelKind, catalog.RetrySuccessfulWithRetry)
-	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetryFailedWithRetry+`"}`, 10000, catalog.LabelKind, catalog.RetryFailedWithRetry)
+	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetrySuccessfulWithoutRetry.String()+`"}`, 80000, catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String())
+	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetrySuccessfulWithRetry.String()+`"}`, 10000, catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String())
+	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetryFailedWithRetry.String()+`"}`, 10000, catalog.LabelKind, catalog.RetryFailedWithRetry.String())
 	expect(r.recRetryAttempts(), 30000)
 	expect(r.recRetryRate(), 300)
 	expect(r.recRescueRate(), 500)
-	expect(r.recBulkheadCallsByKind()+`{kind="`+catalog.BulkheadPermitted+`"}`, 98000, catalog.LabelKind, catalog.BulkheadPermitted)
-	expect(r.recBulkheadCallsByKind()+`{kind="`+catalog.BulkheadRejected+`"}`, 2000, catalog.LabelKind, catalog.BulkheadRejected)
+	expect(r.recBulkheadCallsByKind()+`{kind="`+catalog.AdmissionPermitted.String()+`"}`, 98000, catalog.LabelKind, catalog.AdmissionPermitted.String())
+	expect(r.recBulkheadCallsByKind()+`{kind="`+catalog.AdmissionRejected.String()+`"}`, 2000, catalog.LabelKind, catalog.AdmissionRejected.String())
 	expect(r.recBulkheadRejectionRatio(), 20)
-	expect(r.recFallbacksByCause(), 10000, catalog.LabelCause, catalog.CauseCircuitOpen)
+	expect(r.recFallbacksByCause(), 10000, catalog.LabelCause, catalog.CauseCircuitOpen.String())
 	return tc
 }

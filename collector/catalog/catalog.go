@@ -69,125 +69,6 @@ const (
 	LabelPrimitive = "primitive" // primitive kind, on the overflow counter
 )
 
-// Breaker states, as exported in the `state`, `from` and `to` labels.
-const (
-	StateClosed      = "closed"
-	StateOpen        = "open"
-	StateHalfOpen    = "half_open"
-	StateForcedOpen  = "forced_open"
-	StateDisabled    = "disabled"
-	StateMetricsOnly = "metrics_only"
-)
-
-// BreakerStates is the closed set of breaker states.
-var BreakerStates = []string{StateClosed, StateOpen, StateHalfOpen, StateForcedOpen, StateDisabled, StateMetricsOnly}
-
-// Breaker call kinds (`kind` of resilience_circuitbreaker_calls_total).
-const (
-	BreakerSuccessful     = "successful"
-	BreakerFailed         = "failed"
-	BreakerSlowSuccessful = "slow_successful"
-	BreakerSlowFailed     = "slow_failed"
-	BreakerIgnored        = "ignored"
-)
-
-// BreakerCallKinds is the closed set of permitted-call outcomes.
-var BreakerCallKinds = []string{BreakerSuccessful, BreakerFailed, BreakerSlowSuccessful, BreakerSlowFailed, BreakerIgnored}
-
-// BreakerDurationKinds is the closed set of `kind` values of the breaker's call duration histogram.
-var BreakerDurationKinds = []string{BreakerSuccessful, BreakerFailed}
-
-// Retry call kinds (`kind` of resilience_retry_calls_total): logical calls by final outcome.
-const (
-	RetrySuccessfulWithoutRetry = "successful_without_retry"
-	RetrySuccessfulWithRetry    = "successful_with_retry"
-	RetryFailedWithoutRetry     = "failed_without_retry"
-	RetryFailedWithRetry        = "failed_with_retry"
-	RetryAborted                = "aborted"
-)
-
-// RetryCallKinds is the closed set of logical-call outcomes of a retry.
-var RetryCallKinds = []string{RetrySuccessfulWithoutRetry, RetrySuccessfulWithRetry, RetryFailedWithoutRetry, RetryFailedWithRetry, RetryAborted}
-
-// Retry decision outcomes, written as the `outcome` field of retry log records. They share their
-// words with the metrics (aborted, budget_exhausted) so logs and metrics join.
-const (
-	OutcomeRetrying        = "retrying"
-	OutcomeSucceeded       = "succeeded"
-	OutcomeGaveUp          = "gave_up"
-	OutcomeAborted         = "aborted"
-	OutcomeBudgetExhausted = "budget_exhausted"
-)
-
-// RetryOutcomes is the closed set of retry log outcomes.
-var RetryOutcomes = []string{OutcomeRetrying, OutcomeSucceeded, OutcomeGaveUp, OutcomeAborted, OutcomeBudgetExhausted}
-
-// Failure classes (SPEC §2): values of the `class` label and of the `error_class` log field.
-const (
-	ClassHTTP4xx          = "http_4xx"
-	ClassHTTPAuth         = "http_auth"
-	ClassHTTP408          = "http_408"
-	ClassHTTP429          = "http_429"
-	ClassHTTP5xx          = "http_5xx"
-	ClassHTTP5xxPermanent = "http_5xx_permanent"
-	ClassConnRefused      = "conn_refused"
-	ClassConnReset        = "conn_reset"
-	ClassDNS              = "dns"
-	ClassTLSCert          = "tls_cert"
-	ClassTLS              = "tls"
-	ClassTimeout          = "timeout"
-	ClassCanceled         = "canceled"
-	ClassRejected         = "rejected"
-	ClassError            = "error"
-)
-
-// ErrorClasses is the closed set of failure classes.
-var ErrorClasses = []string{
-	ClassHTTP4xx, ClassHTTPAuth, ClassHTTP408, ClassHTTP429, ClassHTTP5xx, ClassHTTP5xxPermanent,
-	ClassConnRefused, ClassConnReset, ClassDNS, ClassTLSCert, ClassTLS, ClassTimeout,
-	ClassCanceled, ClassRejected, ClassError,
-}
-
-// Delay sources (`source` of resilience_retry_backoff_seconds, `delay_source` log field).
-const (
-	SourceBackoff    = "backoff"
-	SourceRetryAfter = "retry_after"
-)
-
-// DelaySources is the closed set of delay sources.
-var DelaySources = []string{SourceBackoff, SourceRetryAfter}
-
-// Bulkhead admission kinds.
-const (
-	BulkheadPermitted = "permitted"
-	BulkheadRejected  = "rejected"
-)
-
-// BulkheadCallKinds is the closed set of bulkhead admission decisions.
-var BulkheadCallKinds = []string{BulkheadPermitted, BulkheadRejected}
-
-// Timeout call kinds.
-const (
-	TimeoutSuccessful = "successful"
-	TimeoutFailed     = "failed"
-	TimeoutTimedOut   = "timed_out"
-)
-
-// TimeoutCallKinds is the closed set of outcomes of attempts under a time limit.
-var TimeoutCallKinds = []string{TimeoutSuccessful, TimeoutFailed, TimeoutTimedOut}
-
-// Fallback causes.
-const (
-	CauseCircuitOpen      = "circuit_open"
-	CauseBulkheadFull     = "bulkhead_full"
-	CauseTimeout          = "timeout"
-	CauseRetriesExhausted = "retries_exhausted"
-	CauseError            = "error"
-)
-
-// FallbackCauses is the closed set of reasons a fallback ran.
-var FallbackCauses = []string{CauseCircuitOpen, CauseBulkheadFull, CauseTimeout, CauseRetriesExhausted, CauseError}
-
 // OverflowName is the `name` label value of the shared instance that a registry hands out once its
 // cardinality guard refuses new names.
 const OverflowName = "_overflow"
@@ -269,36 +150,76 @@ var nameLabel = Label{Name: LabelName}
 
 func labels(extra ...Label) []Label { return append([]Label{nameLabel}, extra...) }
 
-// Default histogram buckets, in seconds.
-var (
-	// DurationBuckets suit outbound call latencies: 5 ms to 30 s.
-	DurationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
-	// BackoffBuckets suit retry delays: 10 ms to 60 s (the Retry-After cap).
-	BackoffBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
-	// WaitBuckets suit bulkhead queueing: 1 ms to 10 s.
-	WaitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+// Latency distributions (breaker call durations, retry delays, bulkhead waits) are recorded
+// once, in the exponential buckets of a Prometheus native histogram, and exported as a native
+// histogram, as classic buckets, or both (the collector decides). Classic bucket bounds are powers
+// of two, which are bucket boundaries at every native schema, so the classic counts are exact
+// sums of native buckets and the two views never disagree.
+const (
+	// NativeSchema is the native histogram schema: each bucket's upper bound is 2^(1/4) ≈ 1.19
+	// times the previous one (at most ±9% error on a quantile).
+	NativeSchema = 2
+	// NativeMinExponent sets the zero bucket: observations of at most 2^-17 s (≈ 7.6 µs) count
+	// in it.
+	NativeMinExponent = -17
+	// NativeMaxExponent sets the highest bucket: observations above 2^7 s (128 s) count in the
+	// bucket that ends there (their sum stays exact).
+	NativeMaxExponent = 7
 )
+
+// NativeZeroThreshold is the upper bound, in seconds, of the native histograms' zero bucket.
+var NativeZeroThreshold = pow2(NativeMinExponent)
+
+// Classic histogram bounds, in seconds: powers of two (see NativeSchema).
+var (
+	// DurationBuckets suit outbound call latencies: ≈ 1 ms to 32 s.
+	DurationBuckets = powersOfTwo(-10, 5)
+	// BackoffBuckets suit retry delays: ≈ 8 ms to 64 s (above the Retry-After cap).
+	BackoffBuckets = powersOfTwo(-7, 6)
+	// WaitBuckets suit bulkhead queueing: ≈ 1 ms to 8 s.
+	WaitBuckets = powersOfTwo(-10, 3)
+)
+
+func pow2(e int) float64 {
+	v := 1.0
+	for ; e > 0; e-- {
+		v *= 2
+	}
+	for ; e < 0; e++ {
+		v /= 2
+	}
+	return v
+}
+
+// powersOfTwo returns 2^from, 2^(from+1), …, 2^to.
+func powersOfTwo(from, to int) []float64 {
+	out := make([]float64, 0, to-from+1)
+	for e := from; e <= to; e++ {
+		out = append(out, pow2(e))
+	}
+	return out
+}
 
 // The catalog entries. Their order is the exposition and documentation order.
 var (
 	BreakerState = Metric{CircuitBreaker, "state", Gauge,
 		"Effective circuit breaker state: 1 for the current state, 0 for the others.",
-		UnitNone, labels(Label{LabelState, BreakerStates}), nil}
+		UnitNone, labels(Label{LabelState, Names(States[:])}), nil}
 	BreakerTransitions = Metric{CircuitBreaker, "transitions_total", Counter,
 		"Committed circuit breaker state transitions; trips are to=\"open\".",
-		UnitNone, labels(Label{LabelFrom, BreakerStates}, Label{LabelTo, BreakerStates}), nil}
+		UnitNone, labels(Label{LabelFrom, Names(States[:])}, Label{LabelTo, Names(States[:])}), nil}
 	BreakerTrippedSince = Metric{CircuitBreaker, "tripped_since_timestamp_seconds", Gauge,
 		"Unix time of the trip that began the current not-closed episode; 0 while closed.",
 		UnitTimestamp, labels(), nil}
 	BreakerCalls = Metric{CircuitBreaker, "calls_total", Counter,
 		"Calls permitted by the circuit breaker, by outcome.",
-		UnitCalls, labels(Label{LabelKind, BreakerCallKinds}), nil}
+		UnitCalls, labels(Label{LabelKind, Names(CallKinds[:])}), nil}
 	BreakerNotPermitted = Metric{CircuitBreaker, "not_permitted_calls_total", Counter,
 		"Calls rejected by the circuit breaker.",
 		UnitCalls, labels(), nil}
 	BreakerCallDuration = Metric{CircuitBreaker, "call_duration_seconds", Histogram,
 		"Duration of calls permitted by the circuit breaker.",
-		UnitSeconds, labels(Label{LabelKind, BreakerDurationKinds}), DurationBuckets}
+		UnitSeconds, labels(Label{LabelKind, Names(DurationKinds[:])}), DurationBuckets}
 	BreakerFailureRate = Metric{CircuitBreaker, "failure_rate", Gauge,
 		"Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.",
 		UnitRatio, labels(), nil}
@@ -317,16 +238,16 @@ var (
 
 	RetryCalls = Metric{Retry, "calls_total", Counter,
 		"Logical calls through the retry, by final outcome.",
-		UnitCalls, labels(Label{LabelKind, RetryCallKinds}), nil}
+		UnitCalls, labels(Label{LabelKind, Names(RetryKinds[:])}), nil}
 	RetryAttempts = Metric{Retry, "attempts_total", Counter,
 		"Retries performed: attempts after the first.",
 		UnitCalls, labels(), nil}
 	RetryErrors = Metric{Retry, "errors_total", Counter,
 		"Failed attempts, by failure class.",
-		UnitCalls, labels(Label{LabelClass, ErrorClasses}), nil}
+		UnitCalls, labels(Label{LabelClass, Names(Classes[:])}), nil}
 	RetryBackoff = Metric{Retry, "backoff_seconds", Histogram,
 		"Delays actually waited before retries, by what set the delay.",
-		UnitSeconds, labels(Label{LabelSource, DelaySources}), BackoffBuckets}
+		UnitSeconds, labels(Label{LabelSource, Names(DelaySources[:])}), BackoffBuckets}
 	RetryBudgetTokens = Metric{Retry, "budget_tokens", Gauge,
 		"Retry budget tokens available.",
 		UnitTokens, labels(), nil}
@@ -345,18 +266,18 @@ var (
 		UnitCalls, labels(), nil}
 	BulkheadCalls = Metric{Bulkhead, "calls_total", Counter,
 		"Bulkhead admission decisions.",
-		UnitCalls, labels(Label{LabelKind, BulkheadCallKinds}), nil}
+		UnitCalls, labels(Label{LabelKind, Names(Admissions[:])}), nil}
 	BulkheadWaitDuration = Metric{Bulkhead, "wait_duration_seconds", Histogram,
 		"Time waited for a bulkhead permit.",
 		UnitSeconds, labels(), WaitBuckets}
 
 	TimeoutCalls = Metric{Timeout, "calls_total", Counter,
 		"Attempts run under a time limit, by outcome.",
-		UnitCalls, labels(Label{LabelKind, TimeoutCallKinds}), nil}
+		UnitCalls, labels(Label{LabelKind, Names(TimeoutKinds[:])}), nil}
 
 	FallbackCalls = Metric{Fallback, "calls_total", Counter,
 		"Fallback invocations, by cause.",
-		UnitCalls, labels(Label{LabelCause, FallbackCauses}), nil}
+		UnitCalls, labels(Label{LabelCause, Names(Causes[:])}), nil}
 
 	RegistryOverflow = Metric{Registry, "overflow_total", Counter,
 		"Names refused by the registry's cardinality guard; their calls share the _overflow instance.",

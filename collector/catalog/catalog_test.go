@@ -82,7 +82,7 @@ func TestFullNameAndLookup(t *testing.T) {
 
 	l, ok := BreakerTransitions.Label(LabelTo)
 	require.True(t, ok)
-	assert.Equal(t, BreakerStates, l.Values)
+	assert.Equal(t, []string{"closed", "open", "half_open", "forced_open", "disabled", "metrics_only"}, l.Values)
 	assert.Equal(t, []string{LabelName, LabelFrom, LabelTo}, BreakerTransitions.LabelNames())
 }
 

@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,4 +84,32 @@ func TestSetAndReal(t *testing.T) {
 	r := Real{}.NewTimer(time.Hour)
 	assert.True(t, r.Stop())
 	assert.WithinDuration(t, time.Now(), Real{}.Now(), time.Second)
+}
+
+func TestRandOrAndLocked(t *testing.T) {
+	if _, ok := RandOr(nil).(Global); !ok {
+		t.Fatalf("RandOr(nil) = %T, want Global", RandOr(nil))
+	}
+	src := rand.New(rand.NewPCG(1, 2))
+	want := rand.New(rand.NewPCG(1, 2)).Float64()
+	r := Locked(src)
+	if got := r.Float64(); got != want {
+		t.Fatalf("Locked(r).Float64() = %v, want the wrapped source's %v", got, want)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if v := r.Float64(); v < 0 || v >= 1 {
+					t.Errorf("draw %v outside [0, 1)", v)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if v := (Global{}).Float64(); v < 0 || v >= 1 {
+		t.Fatalf("Global draw %v outside [0, 1)", v)
+	}
 }

@@ -1,0 +1,53 @@
+package catalog
+
+import "fmt"
+
+// ConfigError is stormwatch's one configuration error: every primitive's constructor and
+// Reconfigure, the registry, the pipeline and the generators' configurations report an invalid
+// setting with it, naming what was being configured, the field, the rejected value and why.
+// Inspect it with errors.As; never match the message text.
+//
+// The instrument packages re-export it under their own name (breaker.ConfigError and so on);
+// all of them are this one type.
+type ConfigError struct {
+	// Primitive is what was being configured: a primitive kind ("circuitbreaker", "retry", …),
+	// "pipeline", "registry", or a generator's configuration ("rules", "dashboards").
+	Primitive string
+	// Name is the configured instance's name (a primitive's name, a config file); may be empty.
+	Name string
+	// Field is the setting, spelled as the user wrote it: a Go field path
+	// ("Backoff.Multiplier") or a configuration key path ("alerts.RetryRateHigh.threshold").
+	Field string
+	// Value is the rejected value.
+	Value any
+	// Reason says what is wrong with it and, where possible, what would be right.
+	Reason string
+}
+
+// Error implements error: `retry "payments": Backoff.Multiplier = 0.5: must be at least 1`.
+func (e *ConfigError) Error() string {
+	prefix := e.Primitive
+	if e.Name != "" {
+		if prefix != "" {
+			prefix += " "
+		}
+		prefix += fmt.Sprintf("%q", e.Name)
+	}
+	if prefix != "" {
+		prefix += ": "
+	}
+	if e.Value == nil {
+		return fmt.Sprintf("%s%s: %s", prefix, e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s%s = %v: %s", prefix, e.Field, formatValue(e.Value), e.Reason)
+}
+
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case fmt.Stringer:
+		return v.String()
+	}
+	return fmt.Sprint(v)
+}

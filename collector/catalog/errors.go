@@ -42,12 +42,36 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s%s = %v: %s", prefix, e.Field, formatValue(e.Value), e.Reason)
 }
 
+// maxValueLen bounds how much of a rejected value an error message repeats: an oversized input
+// (a 10 MB selector) must not become a 10 MB error message.
+const maxValueLen = 120
+
 func formatValue(v any) string {
+	var s string
 	switch v := v.(type) {
 	case string:
+		if len(v) > maxValueLen {
+			return fmt.Sprintf("%q… (%d bytes)", truncate(v, maxValueLen), len(v))
+		}
 		return fmt.Sprintf("%q", v)
 	case fmt.Stringer:
-		return v.String()
+		s = v.String()
+	default:
+		s = fmt.Sprint(v)
 	}
-	return fmt.Sprint(v)
+	if len(s) > maxValueLen {
+		return truncate(s, maxValueLen) + fmt.Sprintf("… (%d bytes)", len(s))
+	}
+	return s
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -128,6 +129,9 @@ func TestConfigErrorNamesPrimitiveFieldAndValue(t *testing.T) {
 		(&ConfigError{Primitive: "rules", Field: "selector", Value: "a)", Reason: "invalid regex"}).Error())
 	assert.Equal(t, `breaker "x": Window = State(9): unknown`,
 		(&ConfigError{Primitive: "breaker", Name: "x", Field: "Window", Value: State(9), Reason: "unknown"}).Error())
+	long := strings.Repeat("é", 100) // 200 bytes
+	msg := (&ConfigError{Primitive: "rules", Field: "selector", Value: long, Reason: "too long"}).Error()
+	assert.Equal(t, `rules: selector = "`+strings.Repeat("é", 60)+`"… (200 bytes): too long`, msg)
 	assert.Equal(t, `registry: name: must not be empty`,
 		(&ConfigError{Primitive: "registry", Field: "name", Reason: "must not be empty"}).Error())
 }

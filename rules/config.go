@@ -151,7 +151,8 @@ type resolved struct {
 	rateWindow  time.Duration // window of the recorded rates
 }
 
-// Validate reports the first problem of cfg as a *FieldError, or nil.
+// Validate reports the first problem of cfg as a *FieldError (a *catalog.ConfigError for the
+// selector), or nil.
 func (cfg Config) Validate() error {
 	_, err := cfg.resolve()
 	return err

@@ -291,3 +291,24 @@ func ExampleParse() {
 	// rules: selector = "{job=\"checkout\"}": offset 0: want a label name, got '{': drop the braces, the selector is only the matchers (job="x", not {job="x"})
 	// rules: selector = "env=~\"a)|(b\"": offset 5: invalid regular expression "a)|(b" for env: unexpected ): `a)|(b`
 }
+
+func BenchmarkParse(b *testing.B) {
+	var worst []string // 64 regular expressions, as long as MaxLen allows
+	for i := range MaxMatchers {
+		worst = append(worst, fmt.Sprintf(`l%02d=~"(a|b|c)+[0-9]{1,30}.*x?"`, i))
+	}
+	for _, bc := range []struct{ name, sel string }{
+		{"typical", `job="checkout", env=~"prod|staging", team!~'pay.*'`},
+		{"64_regexps", strings.Join(worst, ",")},
+	} {
+		require.LessOrEqual(b, len(bc.sel), MaxLen)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse("rules", bc.sel); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

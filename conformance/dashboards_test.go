@@ -29,6 +29,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/dashboards"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // grafanaSubstitutions replace Grafana's interval macros with the durations Grafana would put in
@@ -602,8 +603,9 @@ func slicesIndex(ss []string, s string) int {
 	return -1
 }
 
-// FuzzDashboardSelector: whatever extra selector dashboards.Generate accepts, every generated
-// query still parses with the real PromQL parser and carries the selector's matchers.
+// FuzzDashboardSelector: whatever extra selector dashboards.Generate accepts is a PromQL
+// selector, and every generated query still parses with the real PromQL parser and carries the
+// selector's matchers, as the dashboards render them.
 func FuzzDashboardSelector(f *testing.F) {
 	for _, s := range []string{
 		`job="checkout"`, `a='it\'s', b=~"x|y",`, "a=~`\\d+`", `a!~"(a|b)+", b!=""`,
@@ -617,10 +619,11 @@ func FuzzDashboardSelector(f *testing.F) {
 		if err != nil {
 			return // rejected: fine, the check may be stricter than PromQL
 		}
-		braced := "{" + strings.TrimSuffix(strings.TrimSpace(sel), ",") + "}"
-		_, err = p.ParseMetricSelector(braced)
+		_, err = promqlSelector(sel)
 		require.NoError(t, err, "accepted selector %q is not a PromQL selector", sel)
-		want, err := p.ParseMetricSelector(substitute(braced)) // "$x" in a value reads as a variable
+		ms, err := selector.Parse("dashboards", sel)
+		require.NoError(t, err, "selector %q", sel)
+		want, err := p.ParseMetricSelector(substitute("{" + ms.String() + "}")) // "$x" in a value reads as a variable
 		require.NoError(t, err, "selector %q", sel)
 		for _, file := range files {
 			var d grafanaJSON

@@ -2,13 +2,12 @@ package dashboards
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // Defaults applied to the zero fields of a Config.
@@ -44,9 +43,11 @@ type Config struct {
 	// pass catalog.ValidateNamespace.
 	Namespace string
 	// Selector holds extra PromQL label matchers added to every vector selector of every query,
-	// variable and annotation, e.g. `job="checkout", env!~"dev|test"`. Empty means none.
-	// Generate checks it only lexically (label, operator, quoted value, commas; no braces, no
-	// __name__); regular expressions are not compiled. A trailing comma is dropped.
+	// variable and annotation, e.g. `job="checkout", env!~"dev|test"`: the matchers of a PromQL
+	// vector selector without the braces, parsed as PromQL parses them, with the same syntax and
+	// checks as the rules' Selector (see the README's configuration reference). The queries
+	// carry the parsed matchers, rendered in PromQL. Empty means none. An invalid selector is a
+	// *catalog.ConfigError with Field "selector".
 	Selector string
 	// TitlePrefix starts every dashboard title ("<TitlePrefix> / Overview"); "" means
 	// DefaultTitlePrefix.
@@ -61,7 +62,7 @@ type Config struct {
 // resolved is a validated Config with its defaults applied.
 type resolved struct {
 	ns           string // "" means no prefix
-	selector     string // trimmed; "" means none
+	selector     selector.Matchers
 	titlePrefix  string
 	uidPrefix    string
 	provisioning bool
@@ -71,7 +72,6 @@ type resolved struct {
 func (cfg Config) resolve() (resolved, error) {
 	r := resolved{
 		ns:           cfg.Namespace,
-		selector:     strings.TrimSpace(cfg.Selector),
 		titlePrefix:  cfg.TitlePrefix,
 		uidPrefix:    cfg.UIDPrefix,
 		provisioning: cfg.Provisioning,
@@ -98,12 +98,11 @@ func (cfg Config) resolve() (resolved, error) {
 	if err := checkUIDPrefix(r.uidPrefix); err != nil {
 		return resolved{}, err
 	}
-	if r.selector != "" {
-		if err := checkSelector(r.selector); err != nil {
-			return resolved{}, fmt.Errorf("dashboards: Selector %q: %w", cfg.Selector, err)
-		}
-		r.selector = strings.TrimSpace(strings.TrimSuffix(r.selector, ","))
+	ms, err := selector.Parse("dashboards", cfg.Selector)
+	if err != nil {
+		return resolved{}, err
 	}
+	r.selector = ms
 	return r, nil
 }
 
@@ -133,127 +132,4 @@ func checkUIDPrefix(s string) error {
 		}
 	}
 	return nil
-}
-
-// checkSelector is a light check of a comma-separated list of PromQL label matchers
-// (label op "value"): label names are identifiers (not __name__), values are PromQL string
-// literals (double, single or back quotes, PromQL escapes) and regular-expression values
-// compile. It catches typos such as a missing quote or a brace; the CLI may parse the selector
-// with the full PromQL grammar.
-func checkSelector(s string) error {
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("not valid UTF-8")
-	}
-	i := 0
-	skip := func() {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
-	}
-	for n := 0; ; n++ {
-		skip()
-		if i == len(s) {
-			if n == 0 {
-				return fmt.Errorf("no matcher")
-			}
-			return nil // after a trailing comma, which PromQL allows
-		}
-		start := i
-		for i < len(s) && (s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (i > start && s[i] >= '0' && s[i] <= '9')) {
-			i++
-		}
-		if i == start {
-			return fmt.Errorf("want a label name at offset %d", i)
-		}
-		label := s[start:i]
-		if label == "__name__" {
-			return fmt.Errorf("matcher on __name__ at offset %d: the metric names come from the catalog", start)
-		}
-		skip()
-		op := ""
-		for _, o := range []string{"=~", "!=", "!~", "="} {
-			if strings.HasPrefix(s[i:], o) {
-				op = o
-				break
-			}
-		}
-		if op == "" {
-			return fmt.Errorf("want =, !=, =~ or !~ after %s at offset %d", label, i)
-		}
-		i += len(op)
-		skip()
-		end, value, err := stringLiteral(s, i)
-		if err != nil {
-			return fmt.Errorf("value of %s at offset %d: %w", label, i, err)
-		}
-		if op == "=~" || op == "!~" {
-			if _, err := regexp.Compile(value); err != nil {
-				return fmt.Errorf("value of %s: %w", label, err)
-			}
-		}
-		i = end
-		skip()
-		if i == len(s) {
-			return nil
-		}
-		if s[i] != ',' {
-			return fmt.Errorf("want ',' at offset %d", i)
-		}
-		i++
-	}
-}
-
-// stringLiteral reads the PromQL string literal starting at s[i] and returns the offset after
-// it and its value. PromQL strings follow Go's rules, except that single-quoted strings are
-// strings too (with \' rather than \" as the escaped quote).
-func stringLiteral(s string, i int) (end int, value string, err error) {
-	if i == len(s) || (s[i] != '"' && s[i] != '\'' && s[i] != '`') {
-		return 0, "", fmt.Errorf("want a quoted value")
-	}
-	q := s[i]
-	j := i + 1
-	for j < len(s) && s[j] != q {
-		if s[j] == '\\' && q != '`' {
-			j++
-		}
-		j++
-	}
-	if j >= len(s) {
-		return 0, "", fmt.Errorf("unterminated string")
-	}
-	lit, ok := s[i:j+1], true
-	if q == '\'' {
-		lit, ok = singleToDouble(lit)
-	}
-	v, err := strconv.Unquote(lit)
-	if err != nil || !ok {
-		return 0, "", fmt.Errorf("invalid string %s", s[i:j+1])
-	}
-	return j + 1, v, nil
-}
-
-// singleToDouble rewrites a single-quoted PromQL literal as the equivalent double-quoted one;
-// false if it holds \", which PromQL rejects in single quotes.
-func singleToDouble(lit string) (string, bool) {
-	var b strings.Builder
-	b.WriteByte('"')
-	in := lit[1 : len(lit)-1]
-	for k := 0; k < len(in); k++ {
-		switch {
-		case in[k] == '\\' && k+1 < len(in) && in[k+1] == '\'':
-			b.WriteByte('\'')
-			k++
-		case in[k] == '\\' && k+1 < len(in) && in[k+1] == '"':
-			return "", false
-		case in[k] == '\\' && k+1 < len(in):
-			b.WriteString(in[k : k+2])
-			k++
-		case in[k] == '"':
-			b.WriteString(`\"`)
-		default:
-			b.WriteByte(in[k])
-		}
-	}
-	b.WriteByte('"')
-	return b.String(), true
 }

@@ -315,8 +315,8 @@ func dependencyStats(q promql) []single {
 // the name variable takes exactly one value (the Dependency dashboard).
 func variables(r resolved, singleName bool) []cog.Builder[dashboard.VariableModel] {
 	q := newPromQL(r, singleName)
-	jobM := labelJob + `=~"$` + varJob + `"`
-	instM := labelInstance + `=~"$` + varInstance + `"`
+	jobM := variable(labelJob, varJob)
+	instM := variable(labelInstance, varInstance)
 	query := func(name, label, expr string, multi bool) cog.Builder[dashboard.VariableModel] {
 		b := dashboard.NewQueryVariableBuilder(name).
 			Label(label).

@@ -1,10 +1,10 @@
 package dashboards
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // Grafana template variables and macros used in the queries.
@@ -24,57 +24,65 @@ const (
 	labelInstance = "instance"
 )
 
+// labelMetricName is the label holding a series' metric name.
+const labelMetricName = "__name__"
+
 // promql writes the PromQL of one dashboard over catalog metrics. Every vector selector it
 // writes carries the dashboard's variable matchers and the configured extra selector.
 type promql struct {
 	ns       string
-	selector string
+	selector selector.Matchers
 	// nameMatcher filters the `name` label: a regex match for multi-value variables, an exact
 	// match for single-value ones.
-	nameMatcher string
+	nameMatcher selector.Matcher
 }
 
 func newPromQL(r resolved, singleName bool) promql {
-	q := promql{ns: r.ns, selector: r.selector, nameMatcher: catalog.LabelName + `=~"$` + varName + `"`}
+	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName)}
 	if singleName {
-		q.nameMatcher = catalog.LabelName + `="$` + varName + `"`
+		q.nameMatcher = eq(catalog.LabelName, "$"+varName)
 	}
 	return q
 }
 
 // eq is the matcher label="value".
-func eq(label, value string) string { return label + "=" + strconv.Quote(value) }
+func eq(label, value string) selector.Matcher {
+	return selector.Matcher{Name: label, Type: selector.MatchEqual, Value: value}
+}
 
 // ne is the matcher label!="value".
-func ne(label, value string) string { return label + "!=" + strconv.Quote(value) }
+func ne(label, value string) selector.Matcher {
+	return selector.Matcher{Name: label, Type: selector.MatchNotEqual, Value: value}
+}
 
 // oneOf is the matcher label=~"v1|v2|…" (values are catalog words: no regex escaping needed).
-func oneOf(label string, values ...string) string {
-	return label + "=~" + strconv.Quote(strings.Join(values, "|"))
+func oneOf(label string, values ...string) selector.Matcher {
+	return selector.Matcher{Name: label, Type: selector.MatchRegexp, Value: strings.Join(values, "|")}
 }
+
+// variable is the matcher label=~"$variable" of a multi-value Grafana variable.
+func variable(label, varName string) selector.Matcher { return oneOf(label, "$"+varName) }
 
 // series returns the selector of series seriesName (a catalog metric's full name, or its
 // _bucket/_sum/_count series) of metric m, with matchers first, then the dashboard's.
-func (q promql) series(m catalog.Metric, seriesName string, matchers ...string) string {
-	ms := make([]string, 0, len(matchers)+4)
+func (q promql) series(m catalog.Metric, seriesName string, matchers ...selector.Matcher) string {
+	ms := make([]selector.Matcher, 0, len(matchers)+3+len(q.selector))
 	ms = append(ms, matchers...)
-	ms = append(ms, labelJob+`=~"$`+varJob+`"`, labelInstance+`=~"$`+varInstance+`"`)
+	ms = append(ms, variable(labelJob, varJob), variable(labelInstance, varInstance))
 	if _, ok := m.Label(catalog.LabelName); ok {
 		ms = append(ms, q.nameMatcher)
 	}
-	if q.selector != "" {
-		ms = append(ms, q.selector)
-	}
-	return seriesName + "{" + strings.Join(ms, ", ") + "}"
+	ms = append(ms, q.selector...)
+	return selector.Vector(seriesName, ms...)
 }
 
 // sel selects a counter or gauge.
-func (q promql) sel(m catalog.Metric, matchers ...string) string {
+func (q promql) sel(m catalog.Metric, matchers ...selector.Matcher) string {
 	return q.series(m, m.FullName(q.ns), matchers...)
 }
 
 // bucket selects a histogram's _bucket series.
-func (q promql) bucket(m catalog.Metric, matchers ...string) string {
+func (q promql) bucket(m catalog.Metric, matchers ...selector.Matcher) string {
 	return q.series(m, histogramSeries(m, q.ns, "_bucket"), matchers...)
 }
 
@@ -90,17 +98,17 @@ func histogramSeries(m catalog.Metric, ns, suffix string) string {
 }
 
 // rate is rate(sel[$__rate_interval]).
-func (q promql) rate(m catalog.Metric, matchers ...string) string {
+func (q promql) rate(m catalog.Metric, matchers ...selector.Matcher) string {
 	return "rate(" + q.sel(m, matchers...) + rateWindow + ")"
 }
 
 // increase is increase(sel[$__rate_interval]).
-func (q promql) increase(m catalog.Metric, matchers ...string) string {
+func (q promql) increase(m catalog.Metric, matchers ...selector.Matcher) string {
 	return "increase(" + q.sel(m, matchers...) + rateWindow + ")"
 }
 
 // quantile is the phi quantile of histogram m, aggregated over the by labels.
-func (q promql) quantile(phi string, m catalog.Metric, by []string, matchers ...string) string {
+func (q promql) quantile(phi string, m catalog.Metric, by []string, matchers ...selector.Matcher) string {
 	inner := "rate(" + q.bucket(m, matchers...) + rateWindow + ")"
 	return "histogram_quantile(" + phi + ", " + sumBy(append(append([]string{}, by...), "le"), inner) + ")"
 }
@@ -127,7 +135,7 @@ func zero(expr string) string { return expr + " or vector(0)" }
 // presence returns a selector matching every series the catalog exports under the namespace
 // (histograms by their _count series), for label_values() in the variables. With withName,
 // only metrics that carry the `name` label.
-func (q promql) presence(withName bool, matchers ...string) string {
+func (q promql) presence(withName bool, matchers ...selector.Matcher) string {
 	var names []string
 	for _, m := range catalog.All() {
 		if _, ok := m.Label(catalog.LabelName); withName && !ok {
@@ -139,11 +147,9 @@ func (q promql) presence(withName bool, matchers ...string) string {
 			names = append(names, m.FullName(q.ns))
 		}
 	}
-	ms := append([]string{`__name__=~"` + strings.Join(names, "|") + `"`}, matchers...)
-	if q.selector != "" {
-		ms = append(ms, q.selector)
-	}
-	return "{" + strings.Join(ms, ", ") + "}"
+	ms := append([]selector.Matcher{oneOf(labelMetricName, names...)}, matchers...)
+	ms = append(ms, q.selector...)
+	return "{" + selector.Matchers(ms).String() + "}"
 }
 
 // labelValues is Grafana's label_values(selector, label) variable query.

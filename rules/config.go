@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // Defaults applied to the zero fields of a Config.
@@ -59,8 +60,11 @@ type Config struct {
 	// catalog.DefaultNamespace ("resilience"); NoNamespace means no prefix.
 	Namespace string
 	// Selector holds extra PromQL label matchers injected into every vector selector of every
-	// expression, e.g. `job="checkout", env!~"dev|test"` (see ParseSelector). Their labels are
-	// also kept by every aggregation so recorded series still carry them.
+	// expression, e.g. `job="checkout", env!~"dev|test"`: the matchers of a PromQL vector
+	// selector without the braces, parsed as PromQL parses them, the same syntax and checks as
+	// the dashboards' Selector (see the README's configuration reference). Its labels are also
+	// kept by every aggregation so recorded series still carry them. An invalid selector is a
+	// *catalog.ConfigError with Field "selector".
 	Selector string
 	// GroupBy are the labels every aggregation keeps; nil means DefaultGroupBy (job, name).
 	// It must contain "name" and must not contain "instance" (the per-process alerts add it).
@@ -138,7 +142,7 @@ type settings struct {
 // resolved is a validated Config with its defaults applied.
 type resolved struct {
 	ns          string
-	matchers    []Matcher
+	matchers    selector.Matchers
 	groupBy     []string // aggregation labels: GroupBy plus the selector's labels
 	runbookBase string
 	format      Format
@@ -147,7 +151,8 @@ type resolved struct {
 	rateWindow  time.Duration // window of the recorded rates
 }
 
-// Validate reports the first problem of cfg as a *FieldError, or nil.
+// Validate reports the first problem of cfg as a *FieldError (a *catalog.ConfigError for the
+// selector), or nil.
 func (cfg Config) Validate() error {
 	_, err := cfg.resolve()
 	return err
@@ -166,14 +171,9 @@ func (cfg Config) resolve() (*resolved, error) {
 		}
 		r.ns = cfg.Namespace
 	}
-	ms, err := ParseSelector(cfg.Selector)
+	ms, err := selector.Parse("rules", cfg.Selector)
 	if err != nil {
-		return nil, fieldErr("selector", cfg.Selector, "%q: %v", cfg.Selector, err)
-	}
-	for _, m := range ms {
-		if m.Label == labelInstance && !m.Matches("") {
-			return nil, fieldErr("selector", cfg.Selector, "%q: matcher %s would drop every recorded series: they are aggregated across instances (select instances with != or !~, or scrape them under their own job)", cfg.Selector, m)
-		}
+		return nil, err
 	}
 	r.matchers = ms
 
@@ -187,13 +187,13 @@ func (cfg Config) resolve() (*resolved, error) {
 	seen := map[string]bool{}
 	for _, l := range gb {
 		switch {
-		case !validLabelName(l):
+		case !selector.ValidLabelName(l):
 			return nil, fieldErr("group_by", gb, "%q is not a valid label name", l)
 		case strings.HasPrefix(l, "__"):
 			return nil, fieldErr("group_by", gb, "%q is reserved (label names starting with __ are internal)", l)
 		case l == labelInstance:
 			return nil, fieldErr("group_by", gb, "%q must not be listed: the per-process alerts add it and CircuitBreakerOpenFleetWide counts instances", l)
-		case reservedSelectorLabels[l]:
+		case selector.ReservedLabel(l):
 			return nil, fieldErr("group_by", gb, "%q is a metric label the rules aggregate away or match on themselves", l)
 		case seen[l]:
 			return nil, fieldErr("group_by", gb, "%q is listed twice", l)
@@ -205,9 +205,9 @@ func (cfg Config) resolve() (*resolved, error) {
 	}
 	r.groupBy = slices.Clone(gb)
 	for _, m := range ms {
-		if !seen[m.Label] && m.Label != labelInstance {
-			seen[m.Label] = true
-			r.groupBy = append(r.groupBy, m.Label)
+		if !seen[m.Name] && m.Name != labelInstance {
+			seen[m.Name] = true
+			r.groupBy = append(r.groupBy, m.Name)
 		}
 	}
 
@@ -307,18 +307,6 @@ func checkDuration(d time.Duration) error {
 		return fmt.Errorf("not a whole number of seconds")
 	}
 	return nil
-}
-
-func validLabelName(s string) bool {
-	if s == "" || !isLabelStart(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !isLabelChar(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // bounds is the allowed range of a threshold.

@@ -45,20 +45,3 @@ func ExampleConfig_Validate() {
 	// Output:
 	// rules: alerts.BulkheadSaturated.threshold: 1.5: out of range (0, 1)
 }
-
-func ExampleParseSelector() {
-	ms, err := rules.ParseSelector(`job="checkout", env=~'prod|staging'`)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, m := range ms {
-		fmt.Println(m)
-	}
-	_, err = rules.ParseSelector(`job="checkout`)
-	fmt.Println(err)
-	// Output:
-	// job="checkout"
-	// env=~"prod|staging"
-	// offset 4: unterminated quoted value
-}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // Label values used by the generated tests unless the selector demands others.
@@ -54,28 +55,24 @@ func (r *resolved) instanceValues(n int) ([]string, error) {
 }
 
 func (r *resolved) selectorString() string {
-	parts := make([]string, len(r.matchers))
-	for i, m := range r.matchers {
-		parts[i] = m.String()
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
+	return "{" + r.matchers.String() + "}"
 }
 
 // pickLabelValue returns the first candidate value of label that every selector matcher on
 // that label accepts. Candidates are the given defaults, then values derived from the
 // matchers themselves.
 func (r *resolved) pickLabelValue(label string, defaults []string) (string, error) {
-	var ms []Matcher
+	var ms []selector.Matcher
 	cands := append([]string(nil), defaults...)
 	for _, m := range r.matchers {
-		if m.Label != label {
+		if m.Name != label {
 			continue
 		}
 		ms = append(ms, m)
-		switch m.Op {
-		case MatchEqual:
+		switch m.Type {
+		case selector.MatchEqual:
 			cands = append(cands, m.Value)
-		case MatchRegexp:
+		case selector.MatchRegexp:
 			if s, ok := sampleRegexp(m.Value); ok {
 				cands = append(cands, s)
 				for _, d := range defaults {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // This file holds the small PromQL builders the rules are written with. Every metric name
@@ -15,24 +16,19 @@ func (r *resolved) name(m catalog.Metric) string { return m.FullName(r.ns) }
 
 // sel renders a vector selector for series with the configured selector and the rule's own
 // matchers appended.
-func (r *resolved) sel(series string, own ...Matcher) string {
-	ms := append(slices.Clone(r.matchers), own...)
-	if len(ms) == 0 {
-		return series
-	}
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = m.String()
-	}
-	return series + "{" + strings.Join(parts, ", ") + "}"
+func (r *resolved) sel(series string, own ...selector.Matcher) string {
+	return selector.Vector(series, append(slices.Clone(r.matchers), own...)...)
 }
 
 // eq is a rule's own equality matcher.
-func eq(label, value string) Matcher { return Matcher{Label: label, Op: MatchEqual, Value: value} }
+func eq(label, value string) selector.Matcher {
+	return selector.Matcher{Name: label, Type: selector.MatchEqual, Value: value}
+}
 
-// re is a rule's own regular-expression matcher over a closed set of values.
-func re(label string, values ...string) Matcher {
-	return Matcher{Label: label, Op: MatchRegexp, Value: strings.Join(values, "|")}
+// re is a rule's own regular-expression matcher over a closed set of values (catalog words,
+// which hold no regular-expression metacharacters).
+func re(label string, values ...string) selector.Matcher {
+	return selector.Matcher{Name: label, Type: selector.MatchRegexp, Value: strings.Join(values, "|")}
 }
 
 // labels returns the aggregation labels, plus instance for per-process expressions, plus
@@ -116,7 +112,7 @@ func (r *resolved) recordingRules() []Rule {
 	by := r.by(false)
 	byKind := r.by(false, catalog.LabelKind)
 	byCause := r.by(false, catalog.LabelCause)
-	rate := func(m catalog.Metric, own ...Matcher) string {
+	rate := func(m catalog.Metric, own ...selector.Matcher) string {
 		return "rate(" + r.rangeOf(r.sel(r.name(m), own...)) + ")"
 	}
 	return []Rule{

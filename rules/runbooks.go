@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // File is one generated file.
@@ -103,8 +104,8 @@ func (r *resolved) runbook(sp alertSpec, s settings) []byte {
 }
 
 // nameSel is a selector for one named primitive, with the configured selector.
-func (r *resolved) nameSel(series string, own ...Matcher) string {
-	return r.sel(series, append([]Matcher{eq(catalog.LabelName, "<name>")}, own...)...)
+func (r *resolved) nameSel(series string, own ...selector.Matcher) string {
+	return r.sel(series, append([]selector.Matcher{eq(catalog.LabelName, "<name>")}, own...)...)
 }
 
 var runbooks = map[string]runbook{

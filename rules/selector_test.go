@@ -1,123 +1,89 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
-func TestParseSelector(t *testing.T) {
-	cases := []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"   ", nil},
-		{"{}", nil},
-		{`job="checkout"`, []string{`job="checkout"`}},
-		{`{job="checkout"}`, []string{`job="checkout"`}},
-		{`job="checkout",`, []string{`job="checkout"`}},
-		{` job = "a" , env!~'dev|test' , team=~` + "`pay.*`" + ` `, []string{`job="a"`, `env!~"dev|test"`, `team=~"pay.*"`}},
-		{`name!="x\"y"`, []string{`name!="x\"y"`}},
-		{`name='it\'s'`, []string{`name="it's"`}},
-		{`a="\u00e9"`, []string{`a="é"`}},
-		{`instance=~"10\\.0\\..*"`, []string{`instance=~"10\\.0\\..*"`}},
-	}
-	for _, tc := range cases {
-		ms, err := ParseSelector(tc.in)
-		require.NoError(t, err, tc.in)
-		var got []string
-		for _, m := range ms {
-			got = append(got, m.String())
-		}
-		assert.Equal(t, tc.want, got, tc.in)
-	}
-}
+// The selector is parsed by internal/selector (tested there, and against the PromQL parser in
+// the conformance module); these tests check how the rules use it.
 
-func TestParseSelectorRejects(t *testing.T) {
-	for _, tc := range []struct{ in, msg string }{
-		{`job`, "want =, !=, =~ or !~"},
-		{`job=checkout`, "want a quoted value"},
-		{`job="checkout`, "unterminated"},
-		{`job="a" env="b"`, "want a comma"},
-		{`{job="a"`, "missing closing brace"},
-		{`{job="a"} x`, "after the closing brace"},
-		{`job=="a"`, "want a quoted value"},
-		{`9job="a"`, "want a label name"},
-		{`job-name="a"`, "want =, !=, =~ or !~"},
-		{`__name__="up"`, "reserved"},
-		{`state="open"`, "set by the generated rules"},
-		{`le="1"`, "set by the generated rules"},
-		{`job=~"(unclosed"`, "regular expression"},
-		{`job="a\q"`, "invalid quoted value"},
-		{`,`, "want a label name"},
-		{"job=\"a\nb\"", "newline"},
+func TestSelectorErrorsAreConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ sel, reason string }{
+		// Each of these was accepted by the rules' former parser.
+		{`env=~"a)|(b"`, "offset 5: invalid regular expression"},
+		{`job="\xff"`, "offset 0: the value of job is not valid UTF-8"},
+		{"job=\"\xff\"", "offset 5: not valid UTF-8"},
+		{`{job="x"}`, "offset 0: want a label name, got '{': drop the braces"},
+		{`job="a", job="a"`, "offset 9: duplicate matcher"},
+		{strings.Repeat(`a="b",`, selector.MaxMatchers+1), "offset 384: more than 64 matchers"},
+		// And these were refused before, and still are.
+		{`job="a`, "offset 4: unterminated quoted string"},
+		{`job=~"("`, "offset 5: invalid regular expression"},
+		{`state="x"`, `offset 0: label "state" is a label of stormwatch's own metrics`},
+		{`kind="x"`, `offset 0: label "kind" is a label of stormwatch's own metrics`},
+		{`__name__="x"`, "offset 0: a matcher on the metric name"},
+		{`instance=~"10\\..*"`, `offset 0: matcher instance=~"10\\..*" would drop every recorded series`},
 	} {
-		_, err := ParseSelector(tc.in)
-		require.Error(t, err, tc.in)
-		assert.Contains(t, err.Error(), tc.msg, tc.in)
+		cfg := Config{Selector: tc.sel}
+		for name, call := range map[string]func() error{
+			"Validate":         cfg.Validate,
+			"Generate":         func() error { _, err := Generate(cfg); return err },
+			"GenerateTests":    func() error { _, err := GenerateTests(cfg, "r.yaml"); return err },
+			"GenerateRunbooks": func() error { _, err := GenerateRunbooks(cfg); return err },
+		} {
+			err := call()
+			var ce *catalog.ConfigError
+			require.ErrorAs(t, err, &ce, "%s(%q)", name, tc.sel)
+			assert.Equal(t, "rules", ce.Primitive)
+			assert.Equal(t, "selector", ce.Field)
+			assert.Equal(t, tc.sel, ce.Value)
+			assert.True(t, strings.HasPrefix(ce.Reason, tc.reason), "%s(%q): %s", name, tc.sel, ce.Reason)
+		}
 	}
 }
 
-func TestMatcherSemanticsAreAnchored(t *testing.T) {
-	ms, err := ParseSelector(`a=~"pay.*", b!~"dev|test", c="x", d!="y"`)
+// The selector is rendered from its parsed matchers: normalised quoting and spacing, comments
+// and trailing commas gone.
+func TestSelectorIsRendered(t *testing.T) {
+	rf, err := Generate(Config{Selector: " job = 'checkout' , # the service\n env=~`prod|staging`,\n"})
 	require.NoError(t, err)
-	assert.True(t, ms[0].Matches("payments"))
-	assert.False(t, ms[0].Matches("xpayments"), "regexps are anchored")
-	assert.True(t, ms[1].Matches("prod"))
-	assert.False(t, ms[1].Matches("dev"))
-	assert.True(t, ms[1].Matches("devx"))
-	assert.True(t, ms[2].Matches("x"))
-	assert.False(t, ms[3].Matches("y"))
-	assert.True(t, ms[3].Matches(""))
+	out := string(rf)
+	assert.Contains(t, out, `resilience_retry_attempts_total{job="checkout", env=~"prod|staging"}[5m]`)
+	assert.Contains(t, out, "sum by (job, name, env)")
+	assert.NotContains(t, out, "the service")
 }
 
+func TestGroupByLabelNames(t *testing.T) {
+	for _, l := range []string{"bad-label", "9a", "a.b", "é", ""} {
+		err := Config{GroupBy: []string{"name", l}}.Validate()
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe, "%q", l)
+		assert.Equal(t, "group_by", fe.Field)
+		assert.Contains(t, fe.Reason, "not a valid label name", "%q", l)
+	}
+	for _, l := range []string{"state", "le", "primitive"} {
+		err := Config{GroupBy: []string{"name", l}}.Validate()
+		require.Error(t, err, l)
+		assert.Contains(t, err.Error(), "aggregate away or match on themselves", l)
+	}
+	require.NoError(t, Config{GroupBy: []string{"name", "cluster", "_x", "Region9"}}.Validate())
+}
+
+// The regular expressions of the selector match with PromQL semantics when the generated tests
+// pick label values: fully anchored, . matching a newline.
 func TestSampleRegexpMatches(t *testing.T) {
-	for _, re := range []string{"prod", "prod|staging", "pay.*", "eu-[0-9]+", "(a|b)c{2,3}", "[^a]x", "x?y", `10\.0\.\d+\.\d+:9464`} {
-		s, ok := sampleRegexp(re)
-		require.True(t, ok, re)
-		m := Matcher{Label: "l", Op: MatchRegexp, Value: re}
-		assert.True(t, m.Matches(s), "%q should match %q", s, re)
+	for _, expr := range []string{"prod", "prod|staging", "pay.*", "eu-[0-9]+", "(a|b)c{2,3}", "[^a]x", "x?y", `10\.0\.\d+\.\d+:9464`} {
+		s, ok := sampleRegexp(expr)
+		require.True(t, ok, expr)
+		m, err := selector.NewMatcher(selector.MatchRegexp, "l", expr)
+		require.NoError(t, err)
+		assert.True(t, m.Matches(s), "%q should match %q", s, expr)
 	}
-}
-
-func FuzzParseSelector(f *testing.F) {
-	for _, s := range []string{`job="a"`, `{a=~"b|c", d!='e'}`, "x=`y`,", `a!~"\\d+"`, `{`, `a="\x`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ms, err := ParseSelector(s)
-		if err != nil {
-			return
-		}
-		// What parses renders to something that parses to the same matchers.
-		var parts []string
-		for _, m := range ms {
-			parts = append(parts, m.String())
-		}
-		again, err := ParseSelector(joinComma(parts))
-		if err != nil {
-			t.Fatalf("re-parsing %q (from %q): %v", joinComma(parts), s, err)
-		}
-		if len(again) != len(ms) {
-			t.Fatalf("round trip of %q changed the matcher count", s)
-		}
-		for i := range ms {
-			if again[i].Label != ms[i].Label || again[i].Op != ms[i].Op || again[i].Value != ms[i].Value {
-				t.Fatalf("round trip of %q changed matcher %d: %v vs %v", s, i, ms[i], again[i])
-			}
-		}
-	})
-}
-
-func joinComma(parts []string) string {
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += ", "
-		}
-		out += p
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
@@ -78,6 +79,10 @@ func loadConfig(path string) (*config, error) {
 // validate runs the generators' own validation and maps their errors to lines.
 func (c *config) validate() error {
 	if err := c.rules.Validate(); err != nil {
+		var ce *catalog.ConfigError
+		if errors.As(err, &ce) {
+			return c.errorf(ce.Field, "%s", ce.Reason)
+		}
 		var fe *rules.FieldError
 		if errors.As(err, &fe) {
 			return c.errorf(fe.Field, "%s", fe.Reason)

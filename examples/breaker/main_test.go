@@ -101,3 +101,32 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// TestParseArgsExitCodes: a bad value or flag prints one line on stderr and exits 2; -h prints
+// the usage on stdout and exits 0.
+func TestParseArgsExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"-fail-rate", "1.5"}, 2, "", "breaker: -fail-rate 1.5: must be between 0 and 1 (run with -h for usage)\n"},
+		{[]string{"-bogus"}, 2, "", "breaker: flag provided but not defined: -bogus (run with -h for usage)\n"},
+		{[]string{"-duration"}, 2, "", "breaker: flag needs an argument: -duration (run with -h for usage)\n"},
+		{[]string{"-h"}, 0, "usage: go run ./examples/breaker [flags]\n", ""},
+		{[]string{"--help"}, 0, "usage: go run ./examples/breaker [flags]\n", ""},
+	} {
+		var stdout, stderr strings.Builder
+		_, code := parseArgs(tc.args, &stdout, &stderr)
+		assert.Equal(t, tc.code, code, tc.args)
+		assert.Equal(t, tc.stderr, stderr.String(), tc.args)
+		if tc.stdout == "" {
+			assert.Empty(t, stdout.String(), tc.args)
+		} else {
+			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "%v: %s", tc.args, stdout.String())
+			assert.Contains(t, stdout.String(), "-duration", tc.args)
+		}
+	}
+	_, code := parseArgs(nil, io.Discard, io.Discard)
+	assert.Equal(t, -1, code, "no flags: run")
+}

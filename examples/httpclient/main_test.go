@@ -106,3 +106,32 @@ func TestRunDegradesPaymentsAndKeepsTheCatalog(t *testing.T) {
 	assert.Positive(t, lines)
 	assert.NotContains(t, logs.String(), "secret")
 }
+
+// TestParseArgsExitCodes: a bad value or flag prints one line on stderr and exits 2; -h prints
+// the usage on stdout and exits 0.
+func TestParseArgsExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"-requests", "-1"}, 2, "", "httpclient: -requests -1: must not be negative (run with -h for usage)\n"},
+		{[]string{"-bogus"}, 2, "", "httpclient: flag provided but not defined: -bogus (run with -h for usage)\n"},
+		{[]string{"-duration"}, 2, "", "httpclient: flag needs an argument: -duration (run with -h for usage)\n"},
+		{[]string{"-h"}, 0, "usage: go run ./examples/httpclient [flags]\n", ""},
+		{[]string{"--help"}, 0, "usage: go run ./examples/httpclient [flags]\n", ""},
+	} {
+		var stdout, stderr strings.Builder
+		_, code := parseArgs(tc.args, &stdout, &stderr)
+		assert.Equal(t, tc.code, code, tc.args)
+		assert.Equal(t, tc.stderr, stderr.String(), tc.args)
+		if tc.stdout == "" {
+			assert.Empty(t, stdout.String(), tc.args)
+		} else {
+			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "%v: %s", tc.args, stdout.String())
+			assert.Contains(t, stdout.String(), "-duration", tc.args)
+		}
+	}
+	_, code := parseArgs(nil, io.Discard, io.Discard)
+	assert.Equal(t, -1, code, "no flags: run")
+}

@@ -124,15 +124,25 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 }
 
 // currentVersion is the -ldflags version, else the main module's version from the build
-// info (set by `go install module@version` and `go tool`), else "devel".
+// info (set by `go install module@version` and by `go tool` from the version in go.mod),
+// else "devel" (a build from a checkout, or a module replaced by a local directory).
 func currentVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	m := bi.Main
+	if m.Replace != nil {
+		m = *m.Replace
+	}
+	switch m.Version {
+	case "", "(devel)", "v0.0.0-00010101000000-000000000000":
+		return "devel"
+	}
+	return m.Version
 }
 
 // parseFlags parses args with fs. A help flag prints fs.Usage on stdout and returns

@@ -44,8 +44,8 @@ func (r *resolved) instanceValues(n int) ([]string, error) {
 	for i := range n {
 		v, err := r.pickLabelValue(labelInstance, []string{fmt.Sprintf("10.0.0.%d:9464", i+1)})
 		if err != nil || seen[v] {
-			return nil, fieldErr("selector", r.selectorString(), "allows too few distinct instance values to generate the %s tests (%d instances)",
-				AlertOpenFleetWide, n)
+			return nil, fieldErr("selector", nil, "%s allows too few distinct instance values to generate the %s tests (%d instances)",
+				r.selectorString(), AlertOpenFleetWide, n)
 		}
 		seen[v] = true
 		out[i] = v
@@ -99,7 +99,7 @@ func (r *resolved) pickLabelValue(label string, defaults []string) (string, erro
 			return c, nil
 		}
 	}
-	return "", fieldErr("selector", r.selectorString(), "cannot generate tests: no test value for label %q satisfies the selector", label)
+	return "", fieldErr("selector", nil, "cannot generate tests: no test value for label %q satisfies the selector %s", label, r.selectorString())
 }
 
 // sampleRegexp returns a short string the (anchored) regular expression matches, when one is

@@ -18,7 +18,8 @@ import (
 
 // FuzzConfig feeds arbitrary bytes to the config loader. Properties: it never panics; a
 // rejected config is a *catalog.ConfigError (exit 2) naming a position in the file; an
-// accepted one generates every target, and its rule file is what Prometheus loads: strict
+// accepted one generates every target (the tests may still refuse a selector no label value
+// satisfies, as a located config error), and its rule file is what Prometheus loads: strict
 // YAML whose annotations and labels are templates that parse and expand to plain text, with
 // runbook_url expanding to the configured base plus the alert name.
 // The seed corpus is in testdata/fuzz/FuzzConfig (issue 14's hostile inputs among them).
@@ -47,6 +48,12 @@ func FuzzConfig(f *testing.F) {
 		}
 		for _, tg := range targets {
 			if _, err := tg.gen(c); err != nil {
+				// The tests need label values the selector matches; a selector that matches
+				// none is refused then, still as a config error on the selector's line.
+				var ce *catalog.ConfigError
+				if tg.name == "tests" && errors.As(c.locate(err), &ce) && ce.Field == "selector" && strings.HasPrefix(ce.Name, "c.yaml:") {
+					continue
+				}
 				t.Fatalf("%q: accepted, but %s fails: %v", data, tg.name, err)
 			}
 		}

@@ -264,6 +264,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window = 0s: out of range \[1m, 1h\]`},
 		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window = 5: want a duration such as 30s, 5m, 1h30m or 1d: a number needs a unit`},
 		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector = .*unterminated quoted value`},
+		{"selector no test value satisfies", "selector: 'job!~\".*\"'\n", `c\.yaml:1: selector: cannot generate tests: no test value for label "job" satisfies the selector \{job!~".\*"\}`},
 		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector = .*regular expression`},
 		{"unknown alert", "alerts:\n  RetryRateHgh:\n    enabled: false\n", `c\.yaml:2: alerts\.RetryRateHgh: unknown alert \(known: CircuitBreakerStuckOpen, `},
 		{"bad severity", "alerts:\n  RetryRateHigh:\n    severity: page\n", `c\.yaml:3: alerts\.RetryRateHigh\.severity = "page": not one of info, warning, critical`},

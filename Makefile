@@ -72,3 +72,11 @@ bench:
 
 clean:
 	rm -rf out
+
+## install-check: the install paths README gives, run as a user would: from a clone
+## (`go build -o bin/stormwatch ./cmd/stormwatch`, then `bin/stormwatch generate`) and in a
+## throwaway user module (`go get -tool` + `go tool stormwatch generate`, offline through a
+## replace directive); promtool checks and tests what each generated. Needs bin/promtool.
+.PHONY: install-check
+install-check:
+	scripts/check-install.sh

@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus/client_golang v1.24.1
+	github.com/prometheus/common v0.71.0
 	github.com/stretchr/testify v1.12.1
 )
 

@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -36,6 +37,27 @@ const (
 // characters.
 const MaxUIDPrefixLen = maxUID - len(dependencySuffix)
 
+// MaxTitlePrefixLen caps TitlePrefix, in characters.
+const MaxTitlePrefixLen = 100
+
+// ConfigError is the configuration error of every stormwatch package (catalog.ConfigError).
+// The dashboards report theirs with Primitive "dashboards" and Field the key of the stormwatch
+// config file: "namespace", "selector", "dashboards.title_prefix", "dashboards.uid_prefix".
+// Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
+
+// Fields of the stormwatch config file that ConfigError.Field names.
+const (
+	fieldNamespace   = "namespace"
+	fieldSelector    = "selector"
+	fieldTitlePrefix = "dashboards.title_prefix"
+	fieldUIDPrefix   = "dashboards.uid_prefix"
+)
+
+func configErr(field string, value any, format string, args ...any) error {
+	return &catalog.ConfigError{Primitive: "dashboards", Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
 // Config says how to generate the dashboards. The zero value generates the defaults.
 type Config struct {
 	// Namespace is the metric name prefix the collector was built with. "" means
@@ -50,7 +72,8 @@ type Config struct {
 	// *catalog.ConfigError with Field "selector".
 	Selector string
 	// TitlePrefix starts every dashboard title ("<TitlePrefix> / Overview"); "" means
-	// DefaultTitlePrefix.
+	// DefaultTitlePrefix. Valid UTF-8 without control characters or surrounding white space, at
+	// most MaxTitlePrefixLen characters.
 	TitlePrefix string
 	// UIDPrefix starts every dashboard uid and output file name ("<UIDPrefix>-overview"); ""
 	// means DefaultUIDPrefix. Letters, digits, '-' and '_', at most MaxUIDPrefixLen characters.
@@ -68,7 +91,8 @@ type resolved struct {
 	provisioning bool
 }
 
-// resolve validates cfg and applies its defaults. Errors name the field and its value.
+// resolve validates cfg and applies its defaults. Errors are *ConfigError naming the field and
+// its value.
 func (cfg Config) resolve() (resolved, error) {
 	r := resolved{
 		ns:           cfg.Namespace,
@@ -83,7 +107,12 @@ func (cfg Config) resolve() (resolved, error) {
 		r.ns = ""
 	default:
 		if err := catalog.ValidateNamespace(r.ns); err != nil {
-			return resolved{}, fmt.Errorf("dashboards: Namespace: %w", err)
+			reason := err.Error()
+			var ce *catalog.ConfigError
+			if errors.As(err, &ce) {
+				reason = ce.Reason
+			}
+			return resolved{}, configErr(fieldNamespace, r.ns, "not a valid metric name prefix: %s", reason)
 		}
 	}
 	if r.titlePrefix == "" {
@@ -108,14 +137,17 @@ func (cfg Config) resolve() (resolved, error) {
 
 func checkTitlePrefix(s string) error {
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("dashboards: TitlePrefix %q: not valid UTF-8", s)
+		return configErr(fieldTitlePrefix, s, "not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > MaxTitlePrefixLen {
+		return configErr(fieldTitlePrefix, s, "%d characters, at most %d allowed", n, MaxTitlePrefixLen)
 	}
 	if strings.TrimSpace(s) != s {
-		return fmt.Errorf("dashboards: TitlePrefix %q: leading or trailing white space", s)
+		return configErr(fieldTitlePrefix, s, "leading or trailing white space")
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("dashboards: TitlePrefix %q: control character %q", s, r)
+			return configErr(fieldTitlePrefix, s, "control character %q", r)
 		}
 	}
 	return nil
@@ -123,12 +155,12 @@ func checkTitlePrefix(s string) error {
 
 func checkUIDPrefix(s string) error {
 	if len(s) > MaxUIDPrefixLen {
-		return fmt.Errorf("dashboards: UIDPrefix %q: %d characters, at most %d allowed (Grafana uids are at most %d)",
-			s, len(s), MaxUIDPrefixLen, maxUID)
+		return configErr(fieldUIDPrefix, s, "%d characters, at most %d allowed (Grafana uids are at most %d)",
+			len(s), MaxUIDPrefixLen, maxUID)
 	}
 	for i, r := range s {
 		if !(r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
-			return fmt.Errorf("dashboards: UIDPrefix %q: invalid character %q at offset %d (want [a-zA-Z0-9_-])", s, r, i)
+			return configErr(fieldUIDPrefix, s, "invalid character %q at offset %d (want [a-zA-Z0-9_-])", r, i)
 		}
 	}
 	return nil

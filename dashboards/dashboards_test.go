@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -645,16 +646,25 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{UIDPrefix: strings.Repeat("x", MaxUIDPrefixLen+1)}, []string{"UIDPrefix", "at most 29"}},
 		{Config{TitlePrefix: "two\nlines"}, []string{"TitlePrefix", `"two\nlines"`}},
 		{Config{TitlePrefix: " padded"}, []string{"TitlePrefix", `" padded"`}},
+		{Config{TitlePrefix: strings.Repeat("é", MaxTitlePrefixLen+1)}, []string{"TitlePrefix", "101 characters, at most 100"}},
 	} {
 		files, err := Generate(tc.cfg)
 		require.Error(t, err, "%+v", tc.cfg)
 		assert.Nil(t, files)
-		// The CLI maps "dashboards: <Field>" back to the config file's key.
-		assert.True(t, strings.HasPrefix(err.Error(), "dashboards: "+tc.want[0]), err.Error())
-		for _, w := range tc.want {
+		// A *ConfigError whose Field is the config file's key (the CLI points at its line).
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, "%+v", tc.cfg)
+		assert.Equal(t, "dashboards", ce.Primitive)
+		assert.Equal(t, yamlFields[tc.want[0]], ce.Field, "%+v", tc.cfg)
+		for _, w := range tc.want[1:] {
 			assert.Contains(t, err.Error(), w, "%+v", tc.cfg)
 		}
 	}
+}
+
+// yamlFields are the config file keys of the Config fields.
+var yamlFields = map[string]string{
+	"Namespace": "namespace", "Selector": "selector", "TitlePrefix": "dashboards.title_prefix", "UIDPrefix": "dashboards.uid_prefix",
 }
 
 func TestConfigAcceptsValidValues(t *testing.T) {
@@ -708,12 +718,8 @@ func FuzzGenerate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ns, sel, title, uid string) {
 		files, err := Generate(Config{Namespace: ns, Selector: sel, TitlePrefix: title, UIDPrefix: uid})
 		if err != nil {
-			msg := err.Error()
-			ok := false
-			for _, field := range []string{"Namespace", "selector", "TitlePrefix", "UIDPrefix"} {
-				ok = ok || strings.HasPrefix(msg, "dashboards: "+field)
-			}
-			if !ok {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !slices.Contains(slices.Collect(maps.Values(yamlFields)), ce.Field) {
 				t.Fatalf("error names no field: %v", err)
 			}
 			return

@@ -30,5 +30,5 @@ func ExampleGenerate() {
 	// dashboards/shop-overview.json
 	// dashboards/shop-dependency.json
 	// dashboards/provisioning/shop.yaml
-	// dashboards: UIDPrefix "shop/prod": invalid character '/' at offset 4 (want [a-zA-Z0-9_-])
+	// dashboards: dashboards.uid_prefix = "shop/prod": invalid character '/' at offset 4 (want [a-zA-Z0-9_-])
 }

@@ -59,8 +59,10 @@ type alertSpec struct {
 	// thresholdDoc says what the threshold measures, for docs and error messages; {window}
 	// stands for the rate window (see withWindow).
 	thresholdDoc string
-	forDur, keep time.Duration
-	summary      string
+	// thresholdUnit is "seconds" when the threshold is a number of seconds, else "".
+	thresholdUnit string
+	forDur, keep  time.Duration
+	summary       string
 	// expr builds the expression.
 	expr func(r *resolved, s settings) string
 	// description builds the description; ref renders a label reference ({{ $labels.x }} in
@@ -73,9 +75,10 @@ var specs = []alertSpec{
 	{
 		name: AlertStuckOpen, group: GroupCircuitBreaker, perInstance: true, severity: "warning",
 		threshold: 120, bounds: bounds{min: 15, max: 86400, integer: true},
-		thresholdDoc: "seconds the breaker has not been closed (since the trip that began the episode)",
-		forDur:       time.Minute,
-		summary:      "Circuit breaker is stuck open while calls keep arriving.",
+		thresholdDoc:  "seconds the breaker has not been closed (since the trip that began the episode)",
+		thresholdUnit: "seconds",
+		forDur:        time.Minute,
+		summary:       "Circuit breaker is stuck open while calls keep arriving.",
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
 			w := "[" + FormatDuration(stuckOpenWindow(s)) + "]"
@@ -310,15 +313,22 @@ func AlertNames() []string {
 
 // AlertInfo describes one default alert and its defaults.
 type AlertInfo struct {
-	Name          string
-	Group         string
-	Severity      string
-	Threshold     float64
-	ThresholdDoc  string
-	ThresholdMin  float64
-	ThresholdMax  float64
-	For           time.Duration
-	KeepFiringFor time.Duration
+	Name      string
+	Group     string
+	Severity  string
+	Threshold float64
+	// ThresholdDoc says what the threshold measures.
+	ThresholdDoc string
+	// ThresholdUnit is "seconds" when the threshold is a number of seconds (written 120, not
+	// 2m), else "" (a ratio, a count or a factor: see ThresholdDoc).
+	ThresholdUnit string
+	// ThresholdMin and ThresholdMax bound the threshold; ThresholdRange says whether the ends
+	// are included and whether it must be a whole number: "a number in (0, 1)".
+	ThresholdMin   float64
+	ThresholdMax   float64
+	ThresholdRange string
+	For            time.Duration
+	KeepFiringFor  time.Duration
 	// PerInstance alerts keep the instance label: they are about one process.
 	PerInstance bool
 	Summary     string
@@ -329,7 +339,8 @@ func Alerts() []AlertInfo {
 	out := make([]AlertInfo, len(specs))
 	for i, s := range specs {
 		out[i] = AlertInfo{Name: s.name, Group: s.group, Severity: s.severity, Threshold: s.threshold,
-			ThresholdDoc: withWindow(s.thresholdDoc, DefaultRateWindow), ThresholdMin: s.bounds.min, ThresholdMax: s.bounds.max,
+			ThresholdDoc: withWindow(s.thresholdDoc, DefaultRateWindow), ThresholdUnit: s.thresholdUnit,
+			ThresholdMin: s.bounds.min, ThresholdMax: s.bounds.max, ThresholdRange: s.bounds.String(),
 			For: s.forDur, KeepFiringFor: s.keep, PerInstance: s.perInstance, Summary: s.summary}
 	}
 	return out

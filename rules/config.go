@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -8,6 +9,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
@@ -15,10 +20,12 @@ import (
 
 // Defaults applied to the zero fields of a Config.
 const (
-	// DefaultRunbookBaseURL is where runbook_url points unless Config.RunbookBaseURL is set:
-	// the runbooks generated into this repository, one directory (README.md) per alert, so
-	// <base>/<AlertName> renders on GitHub.
-	DefaultRunbookBaseURL = "https://github.com/stormwatch-go/stormwatch/tree/main/examples/generated/runbooks"
+	// DefaultRunbookBaseURL is the runbook base unless Config.RunbookBaseURL is set: the
+	// relative path of the generated runbooks (RunbookDir), so runbook_url is
+	// runbooks/<AlertName>, which names the runbook generated next to the rule file (and
+	// resolves in a repository browser showing the rule file). It is not a link an alert
+	// receiver can open: set Config.RunbookBaseURL to where you publish the runbooks.
+	DefaultRunbookBaseURL = RunbookDir
 	// NoNamespace, as Config.Namespace, asks for metric names without a prefix
 	// (circuitbreaker_state instead of resilience_circuitbreaker_state), matching a collector
 	// built with collector.WithNamespace(""). An empty Config.Namespace means
@@ -31,6 +38,11 @@ const (
 	// MinRateWindow and MaxRateWindow bound Config.RateWindow.
 	MinRateWindow = time.Minute
 	MaxRateWindow = time.Hour
+	// MaxGroupBy caps the number of Config.GroupBy labels: each one is part of every
+	// recorded series' name and of every alert's label set.
+	MaxGroupBy = 16
+	// MaxURLLength caps Config.RunbookBaseURL, in bytes.
+	MaxURLLength = 2048
 )
 
 // DefaultGroupBy are the labels every aggregation keeps unless Config.GroupBy is set.
@@ -69,8 +81,14 @@ type Config struct {
 	// GroupBy are the labels every aggregation keeps; nil means DefaultGroupBy (job, name).
 	// It must contain "name" and must not contain "instance" (the per-process alerts add it).
 	GroupBy []string
-	// RunbookBaseURL is the base of every runbook_url annotation (<base>/<AlertName>); ""
-	// means DefaultRunbookBaseURL.
+	// RunbookBaseURL is the base of every runbook_url annotation (<base>/<AlertName>): where
+	// you publish the generated runbooks (runbooks/<AlertName>/README.md), such as
+	// https://github.com/acme/ops/blob/main/monitoring/runbooks. It is an absolute http or https
+	// URL with a host, or a relative path such as "runbooks" (kept as written); without
+	// userinfo, query or fragment (the alert name is appended as a path element), at most
+	// MaxURLLength bytes, and characters a URL does not allow (spaces, quotes, braces, <>\^`|)
+	// must be percent-encoded. Template syntax is never expanded: the URL lands in the
+	// annotation literally. "" means DefaultRunbookBaseURL, the relative path "runbooks".
 	RunbookBaseURL string
 	// Alerts overrides the defaults of individual alerts, keyed by alert name.
 	Alerts map[string]AlertConfig
@@ -112,22 +130,26 @@ type AlertConfig struct {
 	Severity string
 }
 
-// FieldError is a configuration error. Field is the configuration path in the YAML spelling
-// of the stormwatch config file (for example "alerts.RetryRateHigh.threshold"), so callers can
-// point at the offending line.
-type FieldError struct {
-	Field  string
-	Value  any
-	Reason string
-}
+// ConfigError is the configuration error of every stormwatch package (catalog.ConfigError).
+// The rules report theirs with Primitive "rules" and Field the configuration path in the YAML
+// spelling of the stormwatch config file (for example "alerts.RetryRateHigh.threshold"), so
+// callers can point at the offending line. Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
 
-// Error implements error.
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("rules: %s: %s", e.Field, e.Reason)
+// primitive is the ConfigError.Primitive of the rules' configuration errors.
+const primitive = "rules"
+
+// reason is the Reason of a *ConfigError, or the text of another error.
+func reason(err error) string {
+	var ce *catalog.ConfigError
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return err.Error()
 }
 
 func fieldErr(field string, value any, format string, args ...any) error {
-	return &FieldError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+	return &catalog.ConfigError{Primitive: primitive, Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
 // settings are the resolved values of one alert.
@@ -151,8 +173,7 @@ type resolved struct {
 	rateWindow  time.Duration // window of the recorded rates
 }
 
-// Validate reports the first problem of cfg as a *FieldError (a *catalog.ConfigError for the
-// selector), or nil.
+// Validate reports the first problem of cfg as a *ConfigError, or nil.
 func (cfg Config) Validate() error {
 	_, err := cfg.resolve()
 	return err
@@ -167,7 +188,7 @@ func (cfg Config) resolve() (*resolved, error) {
 		r.ns = ""
 	default:
 		if err := catalog.ValidateNamespace(cfg.Namespace); err != nil {
-			return nil, fieldErr("namespace", cfg.Namespace, "%q is not a valid metric name prefix: %v", cfg.Namespace, err)
+			return nil, fieldErr("namespace", cfg.Namespace, "not a valid metric name prefix: %s", reason(err))
 		}
 		r.ns = cfg.Namespace
 	}
@@ -184,11 +205,15 @@ func (cfg Config) resolve() (*resolved, error) {
 	if len(gb) == 0 {
 		return nil, fieldErr("group_by", gb, "empty; it must contain at least %q", catalog.LabelName)
 	}
+	if len(gb) > MaxGroupBy {
+		return nil, fieldErr("group_by", gb, "%d labels, at most %d allowed", len(gb), MaxGroupBy)
+	}
 	seen := map[string]bool{}
 	for _, l := range gb {
 		switch {
 		case !selector.ValidLabelName(l):
-			return nil, fieldErr("group_by", gb, "%q is not a valid label name", l)
+			// Legacy names only: group_by labels are part of the recorded series' names.
+			return nil, fieldErr("group_by", gb, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", l)
 		case strings.HasPrefix(l, "__"):
 			return nil, fieldErr("group_by", gb, "%q is reserved (label names starting with __ are internal)", l)
 		case l == labelInstance:
@@ -217,21 +242,17 @@ func (cfg Config) resolve() (*resolved, error) {
 	}
 	switch w := r.rateWindow; {
 	case w < MinRateWindow || w > MaxRateWindow:
-		return nil, fieldErr("rate_window", cfg.RateWindow, "%s: out of range [%s, %s]", FormatDuration(w), FormatDuration(MinRateWindow), FormatDuration(MaxRateWindow))
+		return nil, fieldErr("rate_window", model.Duration(cfg.RateWindow), "out of range [%s, %s]", FormatDuration(MinRateWindow), FormatDuration(MaxRateWindow))
 	case w%time.Second != 0:
-		return nil, fieldErr("rate_window", cfg.RateWindow, "%s: not a whole number of seconds", FormatDuration(w))
+		return nil, fieldErr("rate_window", model.Duration(cfg.RateWindow), "not a whole number of seconds")
 	}
 
 	r.runbookBase = cfg.RunbookBaseURL
 	if r.runbookBase == "" {
 		r.runbookBase = DefaultRunbookBaseURL
 	}
-	u, err := url.Parse(r.runbookBase)
-	if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fieldErr("runbook_base_url", cfg.RunbookBaseURL, "%q is not an absolute http(s) URL", cfg.RunbookBaseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fieldErr("runbook_base_url", cfg.RunbookBaseURL, "%q must not have a query or fragment (the alert name is appended as a path element)", cfg.RunbookBaseURL)
+	if err := checkBaseURL(r.runbookBase); err != nil {
+		return nil, fieldErr("runbook_base_url", cfg.RunbookBaseURL, "%v", err)
 	}
 	r.runbookBase = strings.TrimSuffix(r.runbookBase, "/")
 
@@ -247,7 +268,7 @@ func (cfg Config) resolve() (*resolved, error) {
 	case FormatPrometheus, FormatOperator:
 		r.format = cfg.Format
 	default:
-		return nil, fieldErr("format", cfg.Format, "%q is not one of prometheus, operator", cfg.Format)
+		return nil, fieldErr("format", string(cfg.Format), "not one of %s, %s", FormatPrometheus, FormatOperator)
 	}
 
 	names := make([]string, 0, len(cfg.Alerts))
@@ -257,7 +278,7 @@ func (cfg Config) resolve() (*resolved, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		if _, ok := specByName(name); !ok {
-			return nil, fieldErr("alerts."+name, name, "unknown alert %q (known: %s)", name, strings.Join(AlertNames(), ", "))
+			return nil, fieldErr("alerts."+name, nil, "unknown alert (known: %s)", strings.Join(AlertNames(), ", "))
 		}
 	}
 	for _, sp := range specs {
@@ -270,31 +291,70 @@ func (cfg Config) resolve() (*resolved, error) {
 		if o.Threshold != nil {
 			t := *o.Threshold
 			if err := sp.bounds.check(t); err != nil {
-				return nil, fieldErr(path+"threshold", t, "%v: %v", formatFloat(t), err)
+				return nil, fieldErr(path+"threshold", t, "%v", err)
 			}
 			s.threshold = t
 		}
 		if o.For != nil {
 			if err := checkDuration(*o.For); err != nil {
-				return nil, fieldErr(path+"for", *o.For, "%v: %v", *o.For, err)
+				return nil, fieldErr(path+"for", model.Duration(*o.For), "%v", err)
 			}
 			s.forDur = *o.For
 		}
 		if o.KeepFiringFor != nil {
 			if err := checkDuration(*o.KeepFiringFor); err != nil {
-				return nil, fieldErr(path+"keep_firing_for", *o.KeepFiringFor, "%v: %v", *o.KeepFiringFor, err)
+				return nil, fieldErr(path+"keep_firing_for", model.Duration(*o.KeepFiringFor), "%v", err)
 			}
 			s.keep = *o.KeepFiringFor
 		}
 		if o.Severity != "" {
 			if !slices.Contains(Severities, o.Severity) {
-				return nil, fieldErr(path+"severity", o.Severity, "%q is not one of %s", o.Severity, strings.Join(Severities, ", "))
+				return nil, fieldErr(path+"severity", o.Severity, "not one of %s", strings.Join(Severities, ", "))
 			}
 			s.severity = o.Severity
 		}
 		r.alerts[sp.name] = s
 	}
 	return r, nil
+}
+
+// checkBaseURL accepts an absolute http or https URL with a host, or a relative path, to which
+// a path element is appended: no userinfo, query or fragment, and only characters a URL allows.
+func checkBaseURL(s string) error {
+	if len(s) > MaxURLLength {
+		return fmt.Errorf("%d bytes, at most %d allowed", len(s), MaxURLLength)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("not valid UTF-8")
+	}
+	for i, c := range s {
+		if unicode.IsSpace(c) || unicode.IsControl(c) || strings.ContainsRune("\"<>\\^`{|}", c) {
+			return fmt.Errorf("character %q at offset %d is not allowed in a URL (percent-encode it as %s; template syntax is not expanded here)", c, i, url.PathEscape(string(c)))
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	switch {
+	case u.Scheme == "" && u.Host == "" && !strings.HasPrefix(s, "//"):
+		// A relative path such as "runbooks" or "/wiki/runbooks".
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("want an absolute http or https URL, or a relative path")
+	case u.Host == "":
+		return fmt.Errorf("no host (want e.g. https://wiki.example.com/runbooks)")
+	}
+	switch {
+	case u.User != nil:
+		return fmt.Errorf("must not carry userinfo: it would be sent with every alert")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Errorf("must not have a query or fragment (the alert name is appended as a path element)")
+	}
+	return nil
 }
 
 func checkDuration(d time.Duration) error {
@@ -329,6 +389,14 @@ func (b bounds) check(v float64) error {
 	return nil
 }
 
+// String describes the range: "a number in (0, 1)", "a whole number in [2, 40]".
+func (b bounds) String() string {
+	if b.integer {
+		return "a whole number in " + b.rangeString()
+	}
+	return "a number in " + b.rangeString()
+}
+
 func (b bounds) rangeString() string {
 	lo, hi := "[", "]"
 	if b.minOpen {
@@ -340,79 +408,10 @@ func (b bounds) rangeString() string {
 	return lo + formatFloat(b.min) + ", " + formatFloat(b.max) + hi
 }
 
-// FormatDuration renders d in Prometheus duration syntax (1h30m, 2m, 15s, 0s).
+// FormatDuration renders d in Prometheus duration syntax (1h30m, 2m, 15s, 0s, 1d, 1w), as
+// model.Duration does; the configuration's durations are parsed with model.ParseDuration.
 func FormatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	var b strings.Builder
-	if d < 0 {
-		b.WriteByte('-')
-		d = -d
-	}
-	for _, u := range []struct {
-		suffix string
-		unit   time.Duration
-	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}} {
-		if n := d / u.unit; n > 0 {
-			fmt.Fprintf(&b, "%d%s", n, u.suffix)
-			d -= n * u.unit
-		}
-	}
-	return b.String()
-}
-
-// ParseDuration parses a Prometheus duration such as 90s, 1m30s, 2h or 1d (units ms, s, m,
-// h, d, w, y; each at most once, largest first).
-func ParseDuration(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, fmt.Errorf("empty duration")
-	}
-	if s == "0" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		unit   time.Duration
-	}{{"y", 365 * 24 * time.Hour}, {"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}, {"h", time.Hour}, {"ms", time.Millisecond}, {"m", time.Minute}, {"s", time.Second}}
-	order := map[string]int{"y": 0, "w": 1, "d": 2, "h": 3, "m": 4, "s": 5, "ms": 6}
-	var total time.Duration
-	last := -1
-	rest := s
-	for rest != "" {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if i == 0 || i > 12 {
-			return 0, fmt.Errorf("invalid duration %q (want e.g. 30s, 5m, 1h30m)", s)
-		}
-		var n int64
-		for _, c := range rest[:i] {
-			n = n*10 + int64(c-'0')
-		}
-		rest = rest[i:]
-		matched := false
-		for _, u := range units {
-			if strings.HasPrefix(rest, u.suffix) && !(u.suffix == "m" && strings.HasPrefix(rest, "ms")) {
-				if order[u.suffix] <= last {
-					return 0, fmt.Errorf("invalid duration %q: units must be given largest first, each once", s)
-				}
-				last = order[u.suffix]
-				if n > int64(MaxDuration*400/u.unit) {
-					return 0, fmt.Errorf("invalid duration %q: too long", s)
-				}
-				total += time.Duration(n) * u.unit
-				rest = rest[len(u.suffix):]
-				matched = true
-				break
-			}
-		}
-		if !matched {
-			return 0, fmt.Errorf("invalid duration %q: unknown or missing unit (want ms, s, m, h, d, w or y)", s)
-		}
-	}
-	return total, nil
+	return model.Duration(d).String()
 }
 
 func formatFloat(v float64) string {

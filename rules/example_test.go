@@ -43,5 +43,5 @@ func ExampleConfig_Validate() {
 	err := rules.Config{Alerts: map[string]rules.AlertConfig{rules.AlertBulkheadSaturated: {Threshold: &bad}}}.Validate()
 	fmt.Println(err)
 	// Output:
-	// rules: alerts.BulkheadSaturated.threshold: 1.5: out of range (0, 1)
+	// rules: alerts.BulkheadSaturated.threshold = 1.5: out of range (0, 1)
 }

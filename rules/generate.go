@@ -11,6 +11,8 @@ package rules
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -77,9 +79,25 @@ func (r *resolved) alertRule(sp alertSpec, s settings) Rule {
 		Annotations: map[string]string{
 			"summary":     sp.summary,
 			"description": sp.description(r, s, templateRef),
-			"runbook_url": r.runbookBase + "/" + sp.name,
+			"runbook_url": templateLiteral(r.runbookURL(sp.name)),
 		},
 	}
+}
+
+// runbookURL is the runbook_url of an alert, as the annotation expands to.
+func (r *resolved) runbookURL(alert string) string { return r.runbookBase + "/" + alert }
+
+// templateLiteral returns s as alert template text that expands to s itself. Prometheus
+// expands every annotation and label of an alerting rule as a Go text/template, so a
+// configured string holding "{{" would start a template action (and a rule file that fails to
+// load). Strings without braces are returned as they are; others become one action printing a
+// quoted string constant. Every configured string that reaches an annotation or a label goes
+// through it.
+func templateLiteral(s string) string {
+	if !strings.ContainsAny(s, "{}") {
+		return s
+	}
+	return "{{ " + strconv.Quote(s) + " }}"
 }
 
 type yamlRule struct {
@@ -135,7 +153,7 @@ const ManifestName = "stormwatch"
 
 // Generate renders the rules of cfg as a Prometheus rule file, or as a Prometheus Operator
 // PrometheusRule manifest when cfg.Format is FormatOperator. Invalid configurations yield a
-// *FieldError.
+// *ConfigError.
 func Generate(cfg Config) ([]byte, error) {
 	r, err := cfg.resolve()
 	if err != nil {

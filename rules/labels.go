@@ -45,7 +45,7 @@ func (r *resolved) instanceValues(n int) ([]string, error) {
 	for i := range n {
 		v, err := r.pickLabelValue(labelInstance, []string{fmt.Sprintf("10.0.0.%d:9464", i+1)})
 		if err != nil || seen[v] {
-			return nil, fmt.Errorf("rules: selector %s allows too few distinct instance values to generate the %s tests (%d instances)",
+			return nil, fieldErr("selector", nil, "%s allows too few distinct instance values to generate the %s tests (%d instances)",
 				r.selectorString(), AlertOpenFleetWide, n)
 		}
 		seen[v] = true
@@ -96,7 +96,7 @@ func (r *resolved) pickLabelValue(label string, defaults []string) (string, erro
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("rules: cannot generate tests: no test value for label %q satisfies the selector %s", label, r.selectorString())
+	return "", fieldErr("selector", nil, "cannot generate tests: no test value for label %q satisfies the selector %s", label, r.selectorString())
 }
 
 // sampleRegexp returns a short string the (anchored) regular expression matches, when one is

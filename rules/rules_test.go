@@ -2,15 +2,19 @@ package rules
 
 import (
 	"cmp"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -124,7 +128,7 @@ func TestConfigKnobsChangeOutput(t *testing.T) {
 		{"selector", Config{Selector: `job="checkout"`}, []string{`resilience_circuitbreaker_tripped_since_timestamp_seconds{job="checkout"}`, `job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"}`, `resilience_retry_attempts_total{job="checkout"}[5m] offset 1h`}, nil},
 		{"selector label kept", Config{Selector: `env="prod"`}, []string{"sum by (job, name, env)", "job_name_env:resilience_retry_attempts:rate5m"}, nil},
 		{"group_by", Config{GroupBy: []string{"cluster", "name"}}, []string{"sum by (cluster, name)", "cluster_name:resilience_retry_attempts:rate5m", "max by (cluster, name, instance)"}, []string{"job_name:"}},
-		{"runbook base", Config{RunbookBaseURL: "https://runbooks.example.com/sw"}, []string{"runbook_url: https://runbooks.example.com/sw/CircuitBreakerStuckOpen"}, []string{DefaultRunbookBaseURL}},
+		{"runbook base", Config{RunbookBaseURL: "https://runbooks.example.com/sw"}, []string{"runbook_url: https://runbooks.example.com/sw/CircuitBreakerStuckOpen"}, []string{"runbook_url: runbooks/"}},
 		{"threshold", Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(0.2)}}}, []string{"ratio_rate5m > 0.2"}, []string{"ratio_rate5m > 0.05"}},
 		{"stuck-open threshold", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Threshold: ptr(300.0)}}}, []string{") > 300", "[5m]))", "more than 5m"}, []string{") > 120"}},
 		{"for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(3 * time.Minute)}}}, []string{"for: 3m"}, nil},
@@ -213,29 +217,44 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{GroupBy: []string{"name", "instance"}}, "group_by", `"instance"`},
 		{Config{GroupBy: []string{"name", "name"}}, "group_by", "twice"},
 		{Config{GroupBy: []string{"name", "bad-label"}}, "group_by", `"bad-label"`},
-		{Config{RunbookBaseURL: "wiki/runbooks"}, "runbook_base_url", `"wiki/runbooks"`},
+		{Config{RunbookBaseURL: "https://x/{{"}, "runbook_base_url", `'{' at offset 10 is not allowed in a URL (percent-encode it as %7B`},
 		{Config{RunbookBaseURL: "https://x.example/?a=b"}, "runbook_base_url", "query"},
+		{Config{RunbookBaseURL: "https://x.example/rb#top"}, "runbook_base_url", "fragment"},
+		{Config{RunbookBaseURL: "https://x.example/rb?"}, "runbook_base_url", "query"},
+		{Config{RunbookBaseURL: "ftp://x.example/rb"}, "runbook_base_url", "want an absolute http or https URL, or a relative path"},
+		{Config{RunbookBaseURL: "javascript:alert(1)"}, "runbook_base_url", "want an absolute http or https URL"},
+		{Config{RunbookBaseURL: "https:///rb"}, "runbook_base_url", "no host"},
+		{Config{RunbookBaseURL: "//evil.example/rb"}, "runbook_base_url", "want an absolute http or https URL"},
+		{Config{RunbookBaseURL: "https://user:secret@x.example/rb"}, "runbook_base_url", "userinfo"},
+		{Config{RunbookBaseURL: "https://x.example/a b"}, "runbook_base_url", `' ' at offset 19`},
+		{Config{RunbookBaseURL: "https://x.example/%zz"}, "runbook_base_url", "not a URL"},
+		{Config{RunbookBaseURL: "https://x.example/\xff"}, "runbook_base_url", "UTF-8"},
+		{Config{RunbookBaseURL: "https://x.example/" + strings.Repeat("a", MaxURLLength)}, "runbook_base_url", "at most 2048"},
+		{Config{Namespace: strings.Repeat("a", catalog.MaxNamespaceLen+1)}, "namespace", "65 bytes, at most 64"},
+		{Config{GroupBy: append([]string{"name"}, labelNames(MaxGroupBy)...)}, "group_by", "17 labels, at most 16"},
+		{Config{GroupBy: []string{"name", "ünicode"}}, "group_by", "not a valid label name"},
 		{Config{Format: "json"}, "format", `"json"`},
 		{Config{RateWindow: 30 * time.Second}, "rate_window", "30s: out of range [1m, 1h]"},
 		{Config{RateWindow: 61 * time.Minute}, "rate_window", "1h1m: out of range [1m, 1h]"},
 		{Config{RateWindow: -time.Minute}, "rate_window", "out of range"},
 		{Config{RateWindow: 90*time.Second + time.Millisecond}, "rate_window", "1m30s1ms: not a whole number of seconds"},
-		{Config{Alerts: map[string]AlertConfig{"CircuitBreakerStuck": {}}}, "alerts.CircuitBreakerStuck", `unknown alert "CircuitBreakerStuck"`},
+		{Config{Alerts: map[string]AlertConfig{"CircuitBreakerStuck": {}}}, "alerts.CircuitBreakerStuck", "alerts.CircuitBreakerStuck: unknown alert (known: CircuitBreakerStuckOpen, "},
 		{Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(11.0)}}}, "alerts.RetryRateHigh.threshold", "11: out of range (0, 10]"},
 		{Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Threshold: ptr(1.0)}}}, "alerts.CircuitBreakerRejectingCalls.threshold", "1: out of range (0, 1)"},
 		{Config{Alerts: map[string]AlertConfig{AlertFlapping: {Threshold: ptr(2.5)}}}, "alerts.CircuitBreakerFlapping.threshold", "whole number"},
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(-time.Second)}}}, "alerts.CircuitBreakerStuckOpen.for", "negative"},
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(48 * time.Hour)}}}, "alerts.CircuitBreakerStuckOpen.keep_firing_for", "longer than 1d"},
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(1500 * time.Millisecond)}}}, "alerts.CircuitBreakerStuckOpen.for", "whole number of seconds"},
-		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Severity: "page"}}}, "alerts.CircuitBreakerStuckOpen.severity", `"page" is not one of info, warning, critical`},
+		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Severity: "page"}}}, "alerts.CircuitBreakerStuckOpen.severity", `severity = "page": not one of info, warning, critical`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field+"/"+tc.msg, func(t *testing.T) {
 			err := tc.cfg.Validate()
 			require.Error(t, err)
-			var fe *FieldError
-			require.ErrorAs(t, err, &fe)
-			assert.Equal(t, tc.field, fe.Field)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "rules", ce.Primitive)
+			assert.Equal(t, tc.field, ce.Field)
 			assert.Contains(t, err.Error(), tc.msg)
 			assert.Contains(t, err.Error(), tc.field)
 			_, gerr := Generate(tc.cfg)
@@ -248,28 +267,28 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	}
 }
 
+// TestDurations: durations render as Prometheus (and model.ParseDuration) spell them, and read
+// back to the same value.
 func TestDurations(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"0", 0}, {"0s", 0}, {"15s", 15 * time.Second}, {"2m", 2 * time.Minute}, {"1h30m", 90 * time.Minute},
-		{"1d", 24 * time.Hour}, {"1m30s", 90 * time.Second}, {"500ms", 500 * time.Millisecond}, {"1w", 7 * 24 * time.Hour},
+	for d, want := range map[time.Duration]string{
+		0: "0s", 15 * time.Second: "15s", 90 * time.Second: "1m30s", time.Hour: "1h", 90 * time.Minute: "1h30m",
+		24 * time.Hour: "1d", 25 * time.Hour: "1d1h", 7 * 24 * time.Hour: "1w", 1500 * time.Millisecond: "1s500ms", -time.Minute: "-1m",
 	} {
-		got, err := ParseDuration(tc.in)
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, got, tc.in)
+		assert.Equal(t, want, FormatDuration(d))
+		if d >= 0 {
+			back, err := model.ParseDuration(want)
+			require.NoError(t, err, want)
+			assert.Equal(t, d, time.Duration(back), want)
+		}
 	}
-	for _, bad := range []string{"", "5", "m", "1x", "5m1h", "1m1m", "-5m", "1.5m", " 5m", "99999999999999h"} {
-		_, err := ParseDuration(bad)
-		assert.Error(t, err, bad)
+}
+
+func labelNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("l%d", i)
 	}
-	for _, d := range []time.Duration{0, time.Second, 90 * time.Second, time.Hour, 25 * time.Hour, 1500 * time.Millisecond} {
-		back, err := ParseDuration(FormatDuration(d))
-		require.NoError(t, err, FormatDuration(d))
-		assert.Equal(t, d, back)
-	}
-	assert.Equal(t, "1h30m", FormatDuration(90*time.Minute))
+	return out
 }
 
 func TestRunbooks(t *testing.T) {

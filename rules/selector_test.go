@@ -63,7 +63,7 @@ func TestSelectorIsRendered(t *testing.T) {
 func TestGroupByLabelNames(t *testing.T) {
 	for _, l := range []string{"bad-label", "9a", "a.b", "é", ""} {
 		err := Config{GroupBy: []string{"name", l}}.Validate()
-		var fe *FieldError
+		var fe *ConfigError
 		require.ErrorAs(t, err, &fe, "%q", l)
 		assert.Equal(t, "group_by", fe.Field)
 		assert.Contains(t, fe.Reason, "not a valid label name", "%q", l)

@@ -36,6 +36,11 @@ func GenerateTests(cfg Config, ruleFile string) ([]byte, error) {
 	if ruleFile == "" {
 		return nil, fieldErr("rule_file", ruleFile, "empty")
 	}
+	return r.renderTests(ruleFile)
+}
+
+// renderTests renders the promtool tests of the resolved configuration.
+func (r *resolved) renderTests(ruleFile string) ([]byte, error) {
 	lv, err := r.testLabels()
 	if err != nil {
 		return nil, err
@@ -139,7 +144,7 @@ func (tc testCase) render(r *resolved, lv map[string]string, sp alertSpec, s set
 				ExpAnnotations: map[string]string{
 					"summary":     sp.summary,
 					"description": sp.description(r, s, func(l string) string { return lv[l] }),
-					"runbook_url": r.runbookBase + "/" + sp.name,
+					"runbook_url": r.runbookURL(sp.name),
 				},
 			})
 		}

@@ -1,21 +1,30 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
+
+// maxConfigSize caps the config file: a real one is a few hundred bytes, and the YAML parser's
+// memory grows with its input.
+const maxConfigSize = 1 << 20
 
 // config is a loaded stormwatch.yaml: the generators' configurations plus where each field
 // was written, so validation errors can point at file:line.
@@ -26,105 +35,183 @@ type config struct {
 	lines      map[string]int // field path → line
 }
 
-// configError is a usage error in the config file; it exits 2.
-type configError struct{ msg string }
+// Every error of the config file is a *catalog.ConfigError: Primitive "config" for what the
+// file's own decoding rejects (syntax, unknown keys, types), "rules" or "dashboards" for what
+// the generators' validation rejects; Field is the key path (alerts.RetryRateHigh.threshold)
+// and Name the position in the file, "stormwatch.yaml:12" (just the file name when no line
+// applies).
 
-func (e *configError) Error() string { return e.msg }
-
-// errorf returns a configError at the line of path (or of its nearest written parent).
-func (c *config) errorf(path, format string, args ...any) error {
-	return &configError{msg: c.pos(path) + path + ": " + fmt.Sprintf(format, args...)}
-}
-
+// pos is the position of path (or of its nearest written parent) for ConfigError.Name.
 func (c *config) pos(path string) string {
-	if c.file == "" {
-		return ""
-	}
 	for p := path; p != ""; {
 		if l, ok := c.lines[p]; ok {
-			return fmt.Sprintf("%s:%d: ", c.file, l)
+			return c.at(l)
 		}
-		i := strings.LastIndexByte(p, '.')
+		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
 			break
 		}
 		p = p[:i]
 	}
-	return c.file + ": "
+	return c.file
+}
+
+// at is the position of a line, "file:line"; no file, no position.
+func (c *config) at(line int) string {
+	if c.file == "" {
+		return ""
+	}
+	if line <= 0 {
+		return c.file
+	}
+	return c.file + ":" + strconv.Itoa(line)
+}
+
+// locate points a generator's configuration error at the line of its field; other errors are
+// returned as they are.
+func (c *config) locate(err error) error {
+	var ce *catalog.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	located := *ce
+	if located.Name == "" {
+		located.Name = c.pos(ce.Field)
+	}
+	return &located
+}
+
+// errAt is an error of the file's own decoding at node n.
+func (c *config) errAt(n *yaml.Node, path string, value any, format string, args ...any) error {
+	return &catalog.ConfigError{Primitive: primitiveConfig, Name: c.at(n.Line), Field: path, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
 // loadConfig reads and strictly decodes path; an empty path means all defaults.
 func loadConfig(path string) (*config, error) {
-	c := &config{file: path, lines: map[string]int{}}
 	if path == "" {
-		return c, c.validate()
+		return parseConfig("", nil)
 	}
-	data, err := os.ReadFile(path)
+	fail := func(format string, args ...any) error {
+		return &catalog.ConfigError{Primitive: primitiveConfig, Name: path, Reason: fmt.Sprintf(format, args...)}
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, &configError{msg: fmt.Sprintf("reading config: %v", err)}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fail("reading config: %v", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fail("reading config: %v", err)
+	}
+	if len(data) > maxConfigSize {
+		return nil, fail("larger than %d KiB, the limit of a config file", maxConfigSize>>10)
+	}
+	return parseConfig(path, data)
+}
+
+// parseConfig strictly decodes data, read from file (for messages; may be empty). No data
+// means all defaults.
+func parseConfig(file string, data []byte) (*config, error) {
+	c := &config{file: file, lines: map[string]int{}}
+	if len(data) > maxConfigSize {
+		return nil, &catalog.ConfigError{Primitive: primitiveConfig, Name: file, Reason: fmt.Sprintf("larger than %d KiB, the limit of a config file", maxConfigSize>>10)}
+	}
+	if !utf8.Valid(data) {
+		i := 0
+		for i < len(data) {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			i += size
+		}
+		return nil, &catalog.ConfigError{Primitive: primitiveConfig, Name: c.at(1 + bytes.Count(data[:i], []byte("\n"))),
+			Reason: fmt.Sprintf("invalid UTF-8 at byte offset %d (a config file is UTF-8 text)", i)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &configError{msg: fmt.Sprintf("%s: %v", path, strings.TrimPrefix(err.Error(), "yaml: "))}
-	}
-	if len(doc.Content) == 0 {
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
 		return c, c.validate() // empty file: defaults
+	case err != nil:
+		return nil, c.yamlError(err)
 	}
-	if err := c.decodeRoot(doc.Content[0]); err != nil {
-		return nil, err
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, c.yamlError(err)
+	default:
+		return nil, c.errAt(&next, "", nil, "a second YAML document: a config file holds one")
+	}
+	if len(doc.Content) > 0 {
+		if err := c.decodeRoot(doc.Content[0]); err != nil {
+			return nil, err
+		}
 	}
 	return c, c.validate()
 }
 
-// validate runs the generators' own validation and maps their errors to lines.
+// yamlLine matches the position the YAML parser puts in its syntax errors.
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// yamlError turns a YAML syntax error into a ConfigError at its line: "file:3: did not find
+// expected key" rather than "file: yaml: line 3: …".
+func (c *config) yamlError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	name := c.file
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		if l, perr := strconv.Atoi(m[1]); perr == nil {
+			name, msg = c.at(l), m[2]
+		}
+	}
+	return &catalog.ConfigError{Primitive: primitiveConfig, Name: name, Reason: "YAML: " + msg}
+}
+
+// validate runs the generators' own validation and points their errors at lines.
 func (c *config) validate() error {
 	if err := c.rules.Validate(); err != nil {
-		var ce *catalog.ConfigError
-		if errors.As(err, &ce) {
-			return c.errorf(ce.Field, "%s", ce.Reason)
-		}
-		var fe *rules.FieldError
-		if errors.As(err, &fe) {
-			return c.errorf(fe.Field, "%s", fe.Reason)
-		}
-		return &configError{msg: err.Error()}
+		return c.locate(err)
 	}
 	if _, err := dashboards.Generate(c.dashboards); err != nil {
-		msg := err.Error()
-		for prefix, field := range map[string]string{
-			"dashboards: TitlePrefix": "dashboards.title_prefix",
-			"dashboards: UIDPrefix":   "dashboards.uid_prefix",
-			"dashboards: Namespace":   "namespace",
-			"dashboards: Selector":    "selector",
-		} {
-			if strings.HasPrefix(msg, prefix) {
-				return c.errorf(field, "%s", strings.TrimPrefix(msg, "dashboards: "))
-			}
-		}
-		return &configError{msg: c.pos("dashboards") + msg}
+		return c.locate(err)
 	}
 	return nil
 }
 
-// fields of a mapping: key → decoder. The decoder gets the value node and the field path.
-type fields map[string]func(n *yaml.Node, path string) error
+// decoder decodes the value node of a field; path is the field's path.
+type decoder func(n *yaml.Node, path string) error
+
+// fields of a mapping: key → decoder; the key "*" decodes every other key.
+type fields map[string]decoder
 
 func (c *config) mapping(n *yaml.Node, path string, fs fields) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return c.errAt(n, path, "want a mapping, got %s", kindName(n))
+		return c.errAt(n, path, nodeValue(n), "want a mapping of keys to values, got %s", kindName(n))
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return c.errAt(k, path, nil, "a key must be a plain name, got %s", kindName(k))
+		}
 		key := k.Value
 		p := joinPath(path, key)
-		if seen[key] {
-			return c.errAt(k, p, "duplicate key")
+		if line, dup := seen[key]; dup {
+			return c.errAt(k, p, nil, "duplicate key (first at line %d)", line)
 		}
-		seen[key] = true
+		seen[key] = k.Line
 		c.lines[p] = k.Line
 		dec, ok := fs[key]
 		if !ok {
@@ -136,7 +223,7 @@ func (c *config) mapping(n *yaml.Node, path string, fs fields) error {
 				known = append(known, name)
 			}
 			slices.Sort(known)
-			return c.errAt(k, p, "unknown key %q (known keys: %s)", key, strings.Join(known, ", "))
+			return c.errAt(k, p, nil, "unknown key (known keys: %s)", strings.Join(known, ", "))
 		}
 		if err := dec(v, p); err != nil {
 			return err
@@ -152,14 +239,7 @@ func joinPath(parent, key string) string {
 	return parent + "." + key
 }
 
-func (c *config) errAt(n *yaml.Node, path, format string, args ...any) error {
-	loc := ""
-	if c.file != "" {
-		loc = fmt.Sprintf("%s:%d: ", c.file, n.Line)
-	}
-	return &configError{msg: loc + path + ": " + fmt.Sprintf(format, args...)}
-}
-
+// kindName says what a node is, for "want X, got Y" messages.
 func kindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -167,37 +247,77 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.AliasNode:
-		return "an alias"
+		return "an alias (anchors and aliases are not supported)"
 	case yaml.ScalarNode:
-		return strings.TrimPrefix(n.Tag, "!!") + " " + strconv.Quote(n.Value)
+		switch n.Tag {
+		case "!!str":
+			return "a string"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "a boolean"
+		case "!!null":
+			return "nothing (null)"
+		}
+		return "a " + strings.TrimPrefix(n.Tag, "!!")
 	}
 	return "nothing"
 }
 
-func (c *config) str(dst *string) func(*yaml.Node, string) error {
+// rawValue is a scalar as written (a number, a boolean): shown without quotes.
+type rawValue string
+
+func (v rawValue) String() string { return string(v) }
+
+// nodeValue is the rejected value of a node for ConfigError.Value: the text of a string, the
+// literal of another scalar, nil for a mapping, list or alias.
+func nodeValue(n *yaml.Node) any {
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return nil
+	case n.Tag == "!!str":
+		return n.Value
+	}
+	return rawValue(n.Value)
+}
+
+func (c *config) str(dst *string) decoder {
 	return func(n *yaml.Node, path string) error {
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-			return c.errAt(n, path, "want a string, got %s", kindName(n))
+			return c.errAt(n, path, nodeValue(n), "want a string, got %s", kindName(n))
 		}
 		*dst = n.Value
 		return nil
 	}
 }
 
-func (c *config) boolean(dst *bool) func(*yaml.Node, string) error {
+func (c *config) boolean(dst *bool) decoder {
 	return func(n *yaml.Node, path string) error {
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			return c.errAt(n, path, "want true or false, got %s", kindName(n))
-		}
-		v, err := strconv.ParseBool(n.Value)
-		if err != nil {
-			var b bool
-			if yerr := n.Decode(&b); yerr != nil {
-				return c.errAt(n, path, "want true or false, got %q", n.Value)
-			}
-			v = b
+		var v bool
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&v) != nil {
+			return c.errAt(n, path, nodeValue(n), "want true or false, got %s", kindName(n))
 		}
 		*dst = v
+		return nil
+	}
+}
+
+// duration decodes a Prometheus duration (model.ParseDuration): 90s, 1m30s, 2h, 1d, 1w.
+func (c *config) duration(dst **time.Duration) decoder {
+	return func(n *yaml.Node, path string) error {
+		const want = "want a duration such as 30s, 5m, 1h30m or 1d"
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && !(n.Tag == "!!int" && n.Value == "0")) {
+			if n.Tag == "!!int" || n.Tag == "!!float" {
+				return c.errAt(n, path, nodeValue(n), "%s: a number needs a unit (s, m, h, d)", want)
+			}
+			return c.errAt(n, path, nodeValue(n), "%s, got %s", want, kindName(n))
+		}
+		d, err := model.ParseDuration(n.Value)
+		if err != nil {
+			return c.errAt(n, path, n.Value, "not a Prometheus duration (%s; units ms, s, m, h, d, w, y, largest first, each once): %v", want, err)
+		}
+		td := time.Duration(d)
+		*dst = &td
 		return nil
 	}
 }
@@ -220,7 +340,7 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 				return err
 			}
 			if *d == 0 {
-				return c.errAt(n, p, "0s: out of range [%s, %s] (leave the key out for the default %s)",
+				return c.errAt(n, p, model.Duration(0), "out of range [%s, %s] (leave the key out for the default %s)",
 					rules.FormatDuration(rules.MinRateWindow), rules.FormatDuration(rules.MaxRateWindow), rules.FormatDuration(rules.DefaultRateWindow))
 			}
 			c.rules.RateWindow = *d
@@ -229,7 +349,10 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 		"group_by": func(n *yaml.Node, p string) error {
 			haveGroupBy = true
 			if n.Kind != yaml.SequenceNode {
-				return c.errAt(n, p, "want a list of label names, got %s", kindName(n))
+				return c.errAt(n, p, nodeValue(n), "want a list of label names such as [job, name], got %s", kindName(n))
+			}
+			if len(n.Content) > rules.MaxGroupBy {
+				return c.errAt(n, p, nil, "%d labels, at most %d allowed", len(n.Content), rules.MaxGroupBy)
 			}
 			groupBy = []string{}
 			for i, item := range n.Content {
@@ -270,10 +393,22 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 	return nil
 }
 
+// alertInfo describes the default alert called name.
+func alertInfo(name string) (rules.AlertInfo, bool) {
+	for _, a := range rules.Alerts() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return rules.AlertInfo{}, false
+}
+
 func (c *config) decodeAlert(n *yaml.Node, path string) error {
 	name := path[strings.LastIndexByte(path, '.')+1:]
-	if !slices.Contains(rules.AlertNames(), name) {
-		return c.errorf(path, "unknown alert %q (known: %s)", name, strings.Join(rules.AlertNames(), ", "))
+	info, ok := alertInfo(name)
+	if !ok {
+		return &catalog.ConfigError{Primitive: primitiveConfig, Name: c.pos(path), Field: path,
+			Reason: "unknown alert (known: " + strings.Join(rules.AlertNames(), ", ") + ")"}
 	}
 	var ac rules.AlertConfig
 	err := c.mapping(n, path, fields{
@@ -286,12 +421,9 @@ func (c *config) decodeAlert(n *yaml.Node, path string) error {
 			return nil
 		},
 		"threshold": func(n *yaml.Node, p string) error {
-			if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
-				return c.errAt(n, p, "want a number, got %s", kindName(n))
-			}
-			v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return c.errAt(n, p, "want a finite number, got %q", n.Value)
+			v, err := c.threshold(n, p, info)
+			if err != nil {
+				return err
 			}
 			ac.Threshold = &v
 			return nil
@@ -310,16 +442,23 @@ func (c *config) decodeAlert(n *yaml.Node, path string) error {
 	return nil
 }
 
-func (c *config) duration(dst **time.Duration) func(*yaml.Node, string) error {
-	return func(n *yaml.Node, path string) error {
-		if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && !(n.Tag == "!!int" && n.Value == "0")) {
-			return c.errAt(n, path, "want a duration such as 30s, 5m or 1h, got %s", kindName(n))
-		}
-		d, err := rules.ParseDuration(n.Value)
-		if err != nil {
-			return c.errAt(n, path, "%v", err)
-		}
-		*dst = &d
-		return nil
+// threshold decodes an alert's threshold: a finite number whose unit the alert defines.
+func (c *config) threshold(n *yaml.Node, path string, info rules.AlertInfo) (float64, error) {
+	unit := ""
+	if info.ThresholdUnit != "" {
+		unit = " of " + info.ThresholdUnit
 	}
+	var v float64
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&v) != nil {
+		hint := ""
+		if d, err := model.ParseDuration(n.Value); err == nil && n.Kind == yaml.ScalarNode && info.ThresholdUnit == "seconds" {
+			hint = fmt.Sprintf("; write %s for %s", strconv.FormatFloat(time.Duration(d).Seconds(), 'f', -1, 64), n.Value)
+		}
+		return 0, c.errAt(n, path, nodeValue(n), "want a number%s, got %s: %s, %s%s",
+			unit, kindName(n), info.ThresholdDoc, info.ThresholdRange, hint)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, c.errAt(n, path, nodeValue(n), "want a finite number%s: %s, %s", unit, info.ThresholdDoc, info.ThresholdRange)
+	}
+	return v, nil
 }

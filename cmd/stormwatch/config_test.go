@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,29 +67,4 @@ func TestEmptyConfigMeansDefaults(t *testing.T) {
 		require.NoError(t, err, "%q", data)
 		assert.Equal(t, rules.Config{}, c.rules, "%q", data)
 	}
-}
-
-// FuzzLoadConfig: any input yields a config or a config error (exit 2) — never a panic or
-// another kind of error.
-func FuzzLoadConfig(f *testing.F) {
-	for _, s := range []string{
-		"namespace: acme\n", "alerts:\n  RetryRateHigh:\n    threshold: 0.1\n    for: 5m\n",
-		"group_by: [job, name]\n", "rate_window: 1m\n", "selector: 'job=\"a\"'\n", "dashboards: {uid_prefix: x}\n",
-		"alerts: [\n", "- a\n", "alerts:\n  X: 1\n", "namespace: &a x\nselector: *a\n", "? [a]\n: b\n",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data string) {
-		c, err := loadConfig(writeConfig(t, data))
-		if err != nil {
-			var ce *configError
-			if !errors.As(err, &ce) {
-				t.Fatalf("%q: error %T is not a config error: %v", data, err, err)
-			}
-			return
-		}
-		if _, err := rules.Generate(c.rules); err != nil {
-			t.Fatalf("%q: a loaded config must generate: %v", data, err)
-		}
-	})
 }

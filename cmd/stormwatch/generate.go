@@ -1,12 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stormwatch-go/stormwatch/dashboards"
@@ -99,20 +98,14 @@ func outFiles[F rules.File | dashboards.File](fs []F, err error) ([]outFile, err
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) int {
-	err := generate(args, stdout, stderr)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
+	if err := generate(args, stdout); err != nil {
+		return report(stderr, "generate", err)
 	}
-	fmt.Fprintf(stderr, "stormwatch generate: %v\n", err)
-	return exitCode(err)
+	return exitOK
 }
 
-func generate(args []string, stdout, stderr io.Writer) error {
+func generate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfgPath, outDir, format string
 	fs.StringVar(&cfgPath, "c", "", "config file (YAML); default: built-in defaults")
 	fs.StringVar(&cfgPath, "config", "", "same as -c")
@@ -120,32 +113,30 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&outDir, "out", ".", "same as -o")
 	fs.StringVar(&format, "format", string(rules.FormatPrometheus), "rule file format: prometheus or operator")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator]\n\ntargets:\n", quoteList(targetNames()))
-		fmt.Fprintf(stderr, "  %-11s every target below (default)\n", "all")
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator]\n\ntargets:\n", quoteList(targetNames()))
+		fmt.Fprintf(w, "  %-11s every target below (default)\n", "all")
 		for _, t := range targets {
-			fmt.Fprintf(stderr, "  %-11s %s\n", t.name, t.summary)
+			fmt.Fprintf(w, "  %-11s %s\n", t.name, t.summary)
 		}
-		fmt.Fprintln(stderr, "\nflags:")
+		fmt.Fprintln(w, "\nflags:")
 		fs.PrintDefaults()
+		fmt.Fprintln(w, "\nThe files are written all at once or not at all. generate owns only the paths it writes:")
+		fmt.Fprintln(w, "other files under the output directory are left alone, including ones an earlier run wrote")
+		fmt.Fprintln(w, "that this one does not (a disabled alert's runbook); remove the directory first for an exact tree.")
 	}
 	// Flags may come before or after the target.
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
 	}
 	which := "all"
 	if rest := fs.Args(); len(rest) > 0 {
 		which = rest[0]
-		if err := fs.Parse(rest[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return usagef("%v", err)
+		if err := parseFlags(fs, rest[1:], stdout); err != nil {
+			return err
 		}
-		if len(fs.Args()) > 0 {
-			return usagef("unexpected arguments %q (one target at most)", fs.Args())
+		if fs.NArg() > 0 {
+			return usageErr("arguments", fs.Args(), "unexpected after the target %q (one target at most)", which)
 		}
 	}
 	var chosen []target
@@ -155,15 +146,15 @@ func generate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(chosen) == 0 {
-		return usagef("unknown target %q (want one of %s)", which, strings.Join(targetNames(), ", "))
+		return usageErr("target", which, "unknown target (want one of %s)", strings.Join(targetNames(), ", "))
 	}
 	switch rules.Format(format) {
 	case rules.FormatPrometheus, rules.FormatOperator:
 	default:
-		return usagef("--format %q: want prometheus or operator", format)
+		return usageErr("--format", format, "want prometheus or operator")
 	}
 	if outDir == "" {
-		return usagef("-o: empty output directory")
+		return usageErr("-o", outDir, "empty output directory")
 	}
 
 	c, err := loadConfig(cfgPath)
@@ -173,31 +164,31 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	c.rules.Format = rules.Format(format)
 
 	var files []outFile
+	var runbooks bool
 	for _, t := range chosen {
 		fs, err := t.gen(c)
 		if err != nil {
+			if err := c.locate(err); exitCode(err) == exitUsage {
+				return err
+			}
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		files = append(files, fs...)
+		runbooks = runbooks || t.name == "runbooks"
 	}
-	for _, f := range files {
-		if err := writeFile(outDir, f); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "stormwatch: wrote %d files under %s\n", len(files), outDir)
-	return nil
-}
-
-// writeFile writes f under dir, creating directories; paths must stay inside dir.
-func writeFile(dir string, f outFile) error {
-	rel := filepath.FromSlash(f.Path)
-	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("refusing to write %q outside the output directory", f.Path)
-	}
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := writeAll(outDir, files); err != nil {
 		return err
 	}
-	return os.WriteFile(p, f.Data, 0o644)
+	noun := "files"
+	if len(files) == 1 {
+		noun = "file"
+	}
+	fmt.Fprintf(stdout, "stormwatch: wrote %d %s under %s\n", len(files), noun, outDir)
+	if runbooks {
+		fmt.Fprintf(stdout, "stormwatch: runbooks in %s (one README.md per alert)\n", filepath.Join(outDir, rules.RunbookDir)+string(filepath.Separator))
+	}
+	if c.rules.RunbookBaseURL == "" && (runbooks || slices.ContainsFunc(chosen, func(t target) bool { return t.name == "rules" })) {
+		fmt.Fprintf(stdout, "stormwatch: runbook_url annotations are relative (%s/<AlertName>): set runbook_base_url in the config to where you publish the runbooks\n", rules.DefaultRunbookBaseURL)
+	}
+	return nil
 }

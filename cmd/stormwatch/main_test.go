@@ -250,30 +250,41 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		name, cfg string
 		want      string // regexp on stderr
 	}{
-		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key "selectr"`},
-		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key "treshold"`},
+		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, group_by, namespace, rate_window, runbook_base_url, selector\)`},
+		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key`},
 		{"unknown dashboards key", "dashboards:\n  title: x\n", `c\.yaml:2: dashboards\.title: unknown key`},
-		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold: 1\.5: out of range \(0, 1\)`},
-		{"threshold not a number", "alerts:\n  RetryRateHigh:\n    threshold: high\n", `c\.yaml:3: alerts\.RetryRateHigh\.threshold: want a number, got str "high"`},
-		{"bad duration", "alerts:\n  RetryRateHigh:\n\n    for: 5 minutes\n", `c\.yaml:4: alerts\.RetryRateHigh\.for: invalid duration "5 minutes"`},
-		{"duration out of range", "alerts:\n  RetryRateHigh:\n    keep_firing_for: 2d\n", `c\.yaml:3: alerts\.RetryRateHigh\.keep_firing_for: .*longer than 1d`},
-		{"rate window too short", "namespace: acme\nrate_window: 30s\n", `c\.yaml:2: rate_window: 30s: out of range \[1m, 1h\]`},
-		{"rate window too long", "rate_window: 2h\n", `c\.yaml:1: rate_window: 2h: out of range \[1m, 1h\]`},
-		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window: 0s: out of range \[1m, 1h\]`},
-		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window: want a duration such as 30s, 5m or 1h, got int "5"`},
-		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector: offset 4: unterminated quoted string`},
-		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector: offset 5: invalid regular expression`},
-		{"unknown alert", "alerts:\n  RetryRateHgh:\n    enabled: false\n", `c\.yaml:2: alerts\.RetryRateHgh: unknown alert "RetryRateHgh"`},
-		{"bad severity", "alerts:\n  RetryRateHigh:\n    severity: page\n", `c\.yaml:3: alerts\.RetryRateHigh\.severity: "page" is not one of info, warning, critical`},
-		{"enabled not a bool", "alerts:\n  RetryRateHigh:\n    enabled: nope\n", `c\.yaml:3: alerts\.RetryRateHigh\.enabled: want true or false`},
-		{"group_by not a list", "group_by: job\n", `c\.yaml:1: group_by: want a list of label names`},
-		{"group_by without name", "group_by:\n  - job\n", `c\.yaml:1: group_by: must contain "name"`},
-		{"bad namespace", "namespace: 1abc\n", `c\.yaml:1: namespace: "1abc" is not a valid metric name prefix`},
-		{"bad runbook url", "runbook_base_url: wiki\n", `c\.yaml:1: runbook_base_url: "wiki" is not an absolute http\(s\) URL`},
-		{"bad uid prefix", "dashboards:\n  uid_prefix: 'a b'\n", `c\.yaml:2: dashboards\.uid_prefix: UIDPrefix "a b"`},
-		{"duplicate key", "namespace: a\nnamespace: b\n", `c\.yaml:2: namespace: duplicate key`},
-		{"not a mapping", "- a\n- b\n", `c\.yaml:1: : want a mapping|c\.yaml:1: want a mapping`},
-		{"yaml syntax", "alerts: [\n", `c\.yaml: .*`},
+		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold = 1\.5: out of range \(0, 1\)`},
+		{"threshold not a number", "alerts:\n  RetryRateHigh:\n    threshold: high\n", `c\.yaml:3: alerts\.RetryRateHigh\.threshold = "high": want a number, got a string: retry rate: extra attempts per logical call, a number in \(0, 10\]`},
+		{"stuck-open threshold as a duration", "alerts:\n  CircuitBreakerStuckOpen:\n    threshold: 1m\n", `c\.yaml:3: alerts\.CircuitBreakerStuckOpen\.threshold = "1m": want a number of seconds, got a string: seconds the breaker has not been closed .*, a whole number in \[15, 86400\]; write 60 for 1m`},
+		{"threshold not finite", "alerts:\n  RetryRateHigh:\n    threshold: .nan\n", `c\.yaml:3: alerts\.RetryRateHigh\.threshold = \.nan: want a finite number`},
+		{"bad duration", "alerts:\n  RetryRateHigh:\n\n    for: 5 minutes\n", `c\.yaml:4: alerts\.RetryRateHigh\.for = "5 minutes": not a Prometheus duration`},
+		{"duration out of range", "alerts:\n  RetryRateHigh:\n    keep_firing_for: 2d\n", `c\.yaml:3: alerts\.RetryRateHigh\.keep_firing_for = 2d: longer than 1d`},
+		{"rate window too short", "namespace: acme\nrate_window: 30s\n", `c\.yaml:2: rate_window = 30s: out of range \[1m, 1h\]`},
+		{"rate window too long", "rate_window: 2h\n", `c\.yaml:1: rate_window = 2h: out of range \[1m, 1h\]`},
+		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window = 0s: out of range \[1m, 1h\]`},
+		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window = 5: want a duration such as 30s, 5m, 1h30m or 1d: a number needs a unit`},
+		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector = .*unterminated quoted string`},
+		{"selector no test value satisfies", "selector: 'job!~\".*\"'\n", `c\.yaml:1: selector: cannot generate tests: no test value for label "job" satisfies the selector \{job!~".\*"\}`},
+		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector = .*regular expression`},
+		{"unknown alert", "alerts:\n  RetryRateHgh:\n    enabled: false\n", `c\.yaml:2: alerts\.RetryRateHgh: unknown alert \(known: CircuitBreakerStuckOpen, `},
+		{"bad severity", "alerts:\n  RetryRateHigh:\n    severity: page\n", `c\.yaml:3: alerts\.RetryRateHigh\.severity = "page": not one of info, warning, critical`},
+		{"enabled not a bool", "alerts:\n  RetryRateHigh:\n    enabled: nope\n", `c\.yaml:3: alerts\.RetryRateHigh\.enabled = "nope": want true or false, got a string`},
+		{"group_by not a list", "group_by: job\n", `c\.yaml:1: group_by = "job": want a list of label names`},
+		{"group_by without name", "group_by:\n  - job\n", `c\.yaml:1: group_by = \[job\]: must contain "name"`},
+		{"group_by too long", "group_by: [name, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p]\n", `c\.yaml:1: group_by: 17 labels, at most 16 allowed`},
+		{"bad namespace", "namespace: 1abc\n", `c\.yaml:1: namespace = "1abc": not a valid metric name prefix: invalid character '1' at offset 0`},
+		{"template syntax in the runbook url", "runbook_base_url: \"https://x/{{\"\n", `c\.yaml:1: runbook_base_url = "https://x/\{\{": character '\{' at offset 10 is not allowed in a URL \(percent-encode it as %7B`},
+		{"runbook url with a query", "\nrunbook_base_url: https://x/rb?page=1\n", `c\.yaml:2: runbook_base_url = "https://x/rb\?page=1": must not have a query or fragment`},
+		{"bad uid prefix", "dashboards:\n  uid_prefix: 'a b'\n", `c\.yaml:2: dashboards\.uid_prefix = "a b": invalid character ' '`},
+		{"duplicate key", "namespace: a\nnamespace: b\n", `c\.yaml:2: namespace: duplicate key \(first at line 1\)`},
+		{"duplicate alert", "alerts:\n  RetryRateHigh: {}\n  RetryRateHigh: {}\n", `c\.yaml:3: alerts\.RetryRateHigh: duplicate key \(first at line 2\)`},
+		{"not a mapping", "- a\n- b\n", `c\.yaml:1: want a mapping of keys to values, got a list`},
+		{"key not a name", "? [a]\n: b\n", `c\.yaml:1: a key must be a plain name, got a list`},
+		{"alias", "namespace: &a x\nselector: *a\n", `c\.yaml:2: selector: want a string, got an alias \(anchors and aliases are not supported\)`},
+		{"yaml syntax", "namespace: x\nalerts: [\n", `c\.yaml:\d+: YAML: did not find expected node content`},
+		{"two documents", "namespace: a\n---\nnamespace: b\n", `c\.yaml:2: a second YAML document`},
+		{"invalid UTF-8", "namespace: x\nselector: \"\xff\"\n", `c\.yaml:2: invalid UTF-8 at byte offset 24`},
+		{"too large", "# " + strings.Repeat("x", maxConfigSize) + "\n", `c\.yaml: larger than 1024 KiB, the limit of a config file`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +292,9 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(tc.cfg), 0o644))
 			res := runBin(t, dir, "generate", "-c", "c.yaml", "-o", "out")
 			assert.Equal(t, 2, res.code, res.stderr)
-			assert.Regexp(t, regexp.MustCompile(tc.want), res.stderr)
+			assert.Regexp(t, regexp.MustCompile(`^stormwatch generate: `+tc.want), res.stderr)
+			assert.Equal(t, 1, strings.Count(res.stderr, "\n"), "one line: %s", res.stderr)
+			assert.Empty(t, res.stdout)
 			_, err := os.Stat(filepath.Join(dir, "out"))
 			assert.True(t, os.IsNotExist(err), "nothing is written on a config error")
 		})
@@ -294,25 +307,54 @@ func TestUsageAndRuntimeErrors(t *testing.T) {
 	cases := []struct {
 		args []string
 		code int
-		want string
+		want string // the whole of stderr but the usage that follows some
 	}{
 		{nil, 2, "usage: stormwatch"},
-		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{[]string{"generate", "everything"}, 2, `unknown target "everything"`},
-		{[]string{"generate", "rules", "tests"}, 2, "one target at most"},
-		{[]string{"generate", "--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{[]string{"generate", "--format", "json"}, 2, `--format "json"`},
-		{[]string{"generate", "-c", "missing.yaml"}, 2, "reading config"},
-		{[]string{"version", "extra"}, 2, "unexpected arguments"},
-		{[]string{"generate", "rules", "-o", "file"}, 1, "file"}, // output path is a file
-		{[]string{"generate", "-h"}, 0, "usage: stormwatch generate"},
-		{[]string{"help"}, 0, ""},
+		{[]string{"frobnicate"}, 2, `stormwatch: unknown command "frobnicate"`},
+		{[]string{"generate", "everything"}, 2, `stormwatch generate: target = "everything": unknown target (want one of all, rules, tests, runbooks, dashboards)` + "\n"},
+		{[]string{"generate", "rules", "tests"}, 2, `stormwatch generate: arguments = [tests]: unexpected after the target "rules" (one target at most)` + "\n"},
+		{[]string{"generate", "--bogus"}, 2, "stormwatch generate: flag provided but not defined: -bogus (run 'stormwatch generate -h' for usage)\n"},
+		{[]string{"generate", "-o"}, 2, "stormwatch generate: flag needs an argument: -o (run 'stormwatch generate -h' for usage)\n"},
+		{[]string{"generate", "rules", "-o"}, 2, "stormwatch generate: flag needs an argument: -o (run 'stormwatch generate -h' for usage)\n"},
+		{[]string{"generate", "--format", "json"}, 2, `stormwatch generate: --format = "json": want prometheus or operator` + "\n"},
+		{[]string{"generate", "-c", "missing.yaml"}, 2, "stormwatch generate: missing.yaml: reading config: no such file or directory\n"},
+		{[]string{"version", "extra"}, 2, "stormwatch version: arguments = [extra]: version takes no arguments\n"},
+		{[]string{"version", "--short"}, 2, "stormwatch version: flag provided but not defined: -short (run 'stormwatch version -h' for usage)\n"},
+		{[]string{"generate", "rules", "-o", "file"}, 1, "stormwatch generate: output directory file exists and is not a directory\n"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			res := runBin(t, dir, tc.args...)
 			assert.Equal(t, tc.code, res.code, res.stderr)
-			assert.Contains(t, res.stdout+res.stderr, tc.want)
+			if strings.HasPrefix(tc.want, "usage:") || strings.HasPrefix(tc.want, "stormwatch: unknown") {
+				assert.True(t, strings.HasPrefix(res.stderr, tc.want), res.stderr)
+			} else {
+				assert.Equal(t, tc.want, res.stderr, "printed once, on one line")
+			}
+			assert.Empty(t, res.stdout)
+		})
+	}
+}
+
+// TestHelpGoesToStdout: every spelling of help, for every command, prints the usage on stdout
+// (so `| less` shows it) and exits 0.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"-h"}, {"--help"}, {"-help"}, {"help"},
+		{"generate", "-h"}, {"generate", "--help"}, {"generate", "rules", "-h"}, {"generate", "-o", "x", "--help"}, {"help", "generate"},
+		{"demo", "-h"}, {"demo", "--help"}, {"help", "demo"},
+		{"version", "-h"}, {"version", "--help"}, {"help", "version"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			res := runBin(t, dir, args...)
+			assert.Equal(t, 0, res.code, res.stderr)
+			assert.Empty(t, res.stderr)
+			assert.Regexp(t, `^usage: stormwatch`, res.stdout)
+			if len(args) > 1 && args[0] != "help" {
+				assert.Contains(t, res.stdout, "usage: stormwatch "+args[0])
+			}
+			assert.Empty(t, listFiles(t, dir), "help does nothing else")
 		})
 	}
 }

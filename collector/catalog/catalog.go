@@ -330,20 +330,31 @@ func Lookup(namespace, series string) (Metric, bool) {
 	return Metric{}, false
 }
 
+// MaxNamespaceLen caps the length of a namespace, in bytes.
+const MaxNamespaceLen = 64
+
 // ValidateNamespace reports whether ns can prefix metric names: empty, or a letter or underscore
-// followed by letters, digits and underscores, without a trailing underscore.
+// followed by letters, digits and underscores, without a trailing underscore, at most
+// MaxNamespaceLen bytes. The error is a *ConfigError with Field "namespace" (Primitive empty:
+// the caller knows what it was configuring).
 func ValidateNamespace(ns string) error {
 	if ns == "" {
 		return nil
 	}
+	bad := func(format string, args ...any) error {
+		return &ConfigError{Field: "namespace", Value: ns, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(ns) > MaxNamespaceLen {
+		return bad("%d bytes, at most %d allowed", len(ns), MaxNamespaceLen)
+	}
 	for i, r := range ns {
 		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
 		if !ok {
-			return fmt.Errorf("namespace %q: invalid character %q at offset %d (want [a-zA-Z_][a-zA-Z0-9_]*)", ns, r, i)
+			return bad("invalid character %q at offset %d (want [a-zA-Z_][a-zA-Z0-9_]*)", r, i)
 		}
 	}
 	if strings.HasSuffix(ns, "_") {
-		return fmt.Errorf("namespace %q: must not end with an underscore", ns)
+		return bad("must not end with an underscore")
 	}
 	return nil
 }

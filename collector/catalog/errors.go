@@ -36,7 +36,12 @@ func (e *ConfigError) Error() string {
 	if prefix != "" {
 		prefix += ": "
 	}
-	if e.Value == nil {
+	switch {
+	case e.Field == "" && e.Value == nil:
+		return prefix + e.Reason
+	case e.Field == "":
+		return fmt.Sprintf("%s%v: %s", prefix, formatValue(e.Value), e.Reason)
+	case e.Value == nil:
 		return fmt.Sprintf("%s%s: %s", prefix, e.Field, e.Reason)
 	}
 	return fmt.Sprintf("%s%s = %v: %s", prefix, e.Field, formatValue(e.Value), e.Reason)

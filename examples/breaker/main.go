@@ -57,10 +57,11 @@ type options struct {
 }
 
 // parseFlags parses args; errors name the flag and its value.
-func parseFlags(args []string, output io.Writer) (options, error) {
+func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("breaker", flag.ContinueOnError)
-	fs.SetOutput(output)
+	fs.SetOutput(io.Discard) // errors are returned, and printed once by main
+	fs.Usage = func() {}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9464", "address to serve /metrics on")
 	fs.BoolVar(&o.fail, "fail", false, "downstream always fails (503): the breaker trips and stays open")
 	fs.Float64Var(&o.failRate, "fail-rate", 0.1, "share of downstream calls that fail, 0.0..1.0")
@@ -68,6 +69,11 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&o.openDuration, "open-duration", 30*time.Second, "base open duration of the breaker")
 	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 = until SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: go run ./examples/breaker [flags]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
 		return o, err
 	}
 	switch {
@@ -85,14 +91,24 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	return o, nil
 }
 
+// parseArgs parses the command line for main: code -1 means run; otherwise exit with code, 0
+// after -h (the usage went to stdout), 2 after a bad flag or value (one line on stderr).
+func parseArgs(args []string, stdout, stderr io.Writer) (options, int) {
+	o, err := parseFlags(args, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return o, 0
+	case err != nil:
+		fmt.Fprintf(stderr, "breaker: %v (run with -h for usage)\n", err)
+		return o, 2
+	}
+	return o, -1
+}
+
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "breaker:", err)
-		os.Exit(2)
+	o, code := parseArgs(os.Args[1:], os.Stdout, os.Stderr)
+	if code >= 0 {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/stormwatch-go/stormwatch/internal/exposition"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -64,16 +67,20 @@ func TestRunTripsAndServesMetrics(t *testing.T) {
 	transport := &http.Transport{}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, Timeout: 2 * time.Second}
-	var body string
+	var mfs map[string]*dto.MetricFamily
+	value := func(name string, labels ...string) float64 {
+		t.Helper()
+		v, err := exposition.Value(mfs, name, append([]string{"name", BreakerName}, labels...)...)
+		require.NoError(t, err)
+		return v
+	}
 	for ctx.Err() == nil {
 		resp, err := client.Get("http://" + metricsAddr + "/metrics")
 		require.NoError(t, err)
-		b, err := io.ReadAll(resp.Body)
+		mfs, err = exposition.Parse(resp.Body)
 		resp.Body.Close()
 		require.NoError(t, err)
-		body = string(b)
-		if strings.Contains(body, `resilience_circuitbreaker_state{name="downstream",state="open"} 1`) &&
-			!strings.Contains(body, `resilience_circuitbreaker_not_permitted_calls_total{name="downstream"} 0`) {
+		if value("resilience_circuitbreaker_state", "state", "open") == 1 && value("resilience_circuitbreaker_not_permitted_calls_total") > 0 {
 			break
 		}
 		select {
@@ -81,9 +88,9 @@ func TestRunTripsAndServesMetrics(t *testing.T) {
 		case <-time.After(20 * time.Millisecond): // polling a real server, not waiting for a state
 		}
 	}
-	require.NoError(t, ctx.Err(), "the breaker never showed open with rejections; last scrape:\n%s", body)
-	assert.Contains(t, body, `resilience_circuitbreaker_transitions_total{from="closed",name="downstream",to="open"} 1`)
-	assert.Contains(t, body, "go_goroutines")
+	require.NoError(t, ctx.Err(), "the breaker never showed open with rejections")
+	assert.Equal(t, 1.0, value("resilience_circuitbreaker_transitions_total", "from", "closed", "to", "open"))
+	assert.Contains(t, mfs, "go_goroutines")
 
 	cancel()
 	require.NoError(t, <-done)
@@ -100,4 +107,33 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestParseArgsExitCodes: a bad value or flag prints one line on stderr and exits 2; -h prints
+// the usage on stdout and exits 0.
+func TestParseArgsExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"-fail-rate", "1.5"}, 2, "", "breaker: -fail-rate 1.5: must be between 0 and 1 (run with -h for usage)\n"},
+		{[]string{"-bogus"}, 2, "", "breaker: flag provided but not defined: -bogus (run with -h for usage)\n"},
+		{[]string{"-duration"}, 2, "", "breaker: flag needs an argument: -duration (run with -h for usage)\n"},
+		{[]string{"-h"}, 0, "usage: go run ./examples/breaker [flags]\n", ""},
+		{[]string{"--help"}, 0, "usage: go run ./examples/breaker [flags]\n", ""},
+	} {
+		var stdout, stderr strings.Builder
+		_, code := parseArgs(tc.args, &stdout, &stderr)
+		assert.Equal(t, tc.code, code, tc.args)
+		assert.Equal(t, tc.stderr, stderr.String(), tc.args)
+		if tc.stdout == "" {
+			assert.Empty(t, stdout.String(), tc.args)
+		} else {
+			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "%v: %s", tc.args, stdout.String())
+			assert.Contains(t, stdout.String(), "-duration", tc.args)
+		}
+	}
+	_, code := parseArgs(nil, io.Discard, io.Discard)
+	assert.Equal(t, -1, code, "no flags: run")
 }

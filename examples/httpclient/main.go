@@ -65,15 +65,21 @@ type options struct {
 	scraped func(metricsURL string)
 }
 
-func parseFlags(args []string, output io.Writer) (options, error) {
+func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("httpclient", flag.ContinueOnError)
-	fs.SetOutput(output)
+	fs.SetOutput(io.Discard) // errors are returned, and printed once by main
+	fs.Usage = func() {}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9466", "address to serve /metrics on")
 	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 = until SIGINT/SIGTERM")
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "pause between rounds")
 	fs.IntVar(&o.requests, "requests", 0, "stop after this many rounds; 0 = no limit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: go run ./examples/httpclient [flags]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
 		return o, err
 	}
 	switch {
@@ -89,14 +95,24 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	return o, nil
 }
 
+// parseArgs parses the command line for main: code -1 means run; otherwise exit with code, 0
+// after -h (the usage went to stdout), 2 after a bad flag or value (one line on stderr).
+func parseArgs(args []string, stdout, stderr io.Writer) (options, int) {
+	o, err := parseFlags(args, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return o, 0
+	case err != nil:
+		fmt.Fprintf(stderr, "httpclient: %v (run with -h for usage)\n", err)
+		return o, 2
+	}
+	return o, -1
+}
+
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "httpclient:", err)
-		os.Exit(2)
+	o, code := parseArgs(os.Args[1:], os.Stdout, os.Stderr)
+	if code >= 0 {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

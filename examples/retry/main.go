@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,14 +43,20 @@ type options struct {
 	ready func(metricsURL string)
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs := flag.NewFlagSet("retry", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned, and printed once by main
+	fs.Usage = func() {}
 	var o options
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9465", "address to serve /metrics on")
 	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 runs until interrupted")
 	fs.IntVar(&o.retryAfter, "retry-after", 1, "Retry-After seconds sent with the flaky server's 503s")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: go run ./examples/retry [flags]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
 		return o, err
 	}
 	if o.duration < 0 {
@@ -61,10 +68,24 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// parseArgs parses the command line for main: code -1 means run; otherwise exit with code, 0
+// after -h (the usage went to stdout), 2 after a bad flag or value (one line on stderr).
+func parseArgs(args []string, stdout, stderr io.Writer) (options, int) {
+	o, err := parseFlags(args, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return o, 0
+	case err != nil:
+		fmt.Fprintf(stderr, "retry: %v (run with -h for usage)\n", err)
+		return o, 2
+	}
+	return o, -1
+}
+
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		os.Exit(2)
+	o, code := parseArgs(os.Args[1:], os.Stdout, os.Stderr)
+	if code >= 0 {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

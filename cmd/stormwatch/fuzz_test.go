@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"text/template"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/dashboards"
+	"github.com/stormwatch-go/stormwatch/rules"
+)
+
+// FuzzConfig feeds arbitrary bytes to the config loader. Properties: it never panics; a
+// rejected config is a *catalog.ConfigError (exit 2) naming a position in the file; an
+// accepted one generates every target (the tests may still refuse a selector no label value
+// satisfies, as a located config error), and its rule file is what Prometheus loads: strict
+// YAML whose annotations and labels are templates that parse and expand to plain text, with
+// runbook_url expanding to the configured base plus the alert name.
+// The seed corpus is in testdata/fuzz/FuzzConfig (issue 14's hostile inputs among them).
+func FuzzConfig(f *testing.F) {
+	for _, s := range []string{
+		"namespace: acme\n", "alerts:\n  RetryRateHigh:\n    threshold: 0.1\n    for: 5m\n",
+		"group_by: [job, name]\n", "rate_window: 1m\n", "selector: 'job=\"a\"'\n", "dashboards: {uid_prefix: x}\n",
+		"runbook_base_url: https://wiki.example.com/rb\n", "runbook_base_url: \"https://x/{{\"\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseConfig("c.yaml", data)
+		if err != nil {
+			var ce *catalog.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("%q: error %T is not a *catalog.ConfigError: %v", data, err, err)
+			}
+			if ce.Name != "c.yaml" && !strings.HasPrefix(ce.Name, "c.yaml:") {
+				t.Fatalf("%q: error without the file's position: %v", data, err)
+			}
+			if exitCode(err) != exitUsage {
+				t.Fatalf("%q: exit code %d", data, exitCode(err))
+			}
+			return
+		}
+		for _, tg := range targets {
+			if _, err := tg.gen(c); err != nil {
+				// The tests need label values the selector matches; a selector that matches
+				// none is refused then, still as a config error on the selector's line.
+				var ce *catalog.ConfigError
+				if tg.name == "tests" && errors.As(c.locate(err), &ce) && ce.Field == "selector" && strings.HasPrefix(ce.Name, "c.yaml:") {
+					continue
+				}
+				t.Fatalf("%q: accepted, but %s fails: %v", data, tg.name, err)
+			}
+		}
+		out, err := rules.Generate(c.rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRuleFile(t, out, c.rules.RunbookBaseURL)
+		if _, err := dashboards.Generate(c.dashboards); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// checkRuleFile checks a generated rule file the way Prometheus loads it: strict YAML, and
+// every label and annotation a Go text/template that parses and expands without a template
+// action of the configuration's making (runbook_url expands to the base and the alert name).
+func checkRuleFile(t *testing.T, data []byte, runbookBase string) {
+	t.Helper()
+	var file struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Record        string            `yaml:"record"`
+				Alert         string            `yaml:"alert"`
+				Expr          string            `yaml:"expr"`
+				For           string            `yaml:"for"`
+				KeepFiringFor string            `yaml:"keep_firing_for"`
+				Labels        map[string]string `yaml:"labels"`
+				Annotations   map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil {
+		t.Fatalf("rule file does not decode: %v", err)
+	}
+	if runbookBase == "" {
+		runbookBase = rules.DefaultRunbookBaseURL
+	}
+	runbookBase = strings.TrimSuffix(runbookBase, "/")
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			for _, k := range slices.Sorted(maps.Keys(r.Annotations)) {
+				got := expand(t, r.Annotations[k])
+				if !utf8.ValidString(got) {
+					t.Fatalf("%s %s: invalid UTF-8", r.Alert, k)
+				}
+				if k == "runbook_url" && got != runbookBase+"/"+r.Alert {
+					t.Fatalf("%s: runbook_url expands to %q, want %q", r.Alert, got, runbookBase+"/"+r.Alert)
+				}
+			}
+			for k, v := range r.Labels {
+				expand(t, v)
+				if k == "severity" && !slices.Contains(rules.Severities, v) {
+					t.Fatalf("%s: severity %q", r.Alert, v)
+				}
+			}
+		}
+	}
+}
+
+// expand expands s as Prometheus expands alert annotations (Go text/template with $labels and
+// $value defined).
+func expand(t *testing.T, s string) string {
+	t.Helper()
+	tmpl, err := template.New("a").Option("missingkey=zero").Parse("{{ $labels := .Labels }}{{ $value := .Value }}" + s)
+	if err != nil {
+		t.Fatalf("annotation %q does not parse as a template: %v", s, err)
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, map[string]any{"Labels": map[string]string{}, "Value": 0.0}); err != nil {
+		t.Fatalf("annotation %q does not expand: %v", s, err)
+	}
+	return b.String()
+}

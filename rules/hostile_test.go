@@ -1,0 +1,105 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/template"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostileStrings reach annotations: template syntax, quotes, YAML and URL specials, non-ASCII.
+var hostileStrings = []string{
+	"{{", "}}", "{{ $labels.job }}", `{{ "x" }}`, "{{/* c */}}", "{{-", "a{", "}a", "{", "}",
+	`{{"`, `"}}`, "{{`", "`", `\`, `\{{`, "$labels", "${x}", "%7B%7B", "'", `"`, ": x", "- y", "# z",
+	"é", "\u2028", "{{{{}}}}", strings.Repeat("{", 100),
+}
+
+// expand runs s through Go's text/template, which Prometheus uses for alert annotations and
+// labels, with the $labels and $value variables Prometheus defines.
+func expand(t *testing.T, s string) string {
+	t.Helper()
+	tmpl, err := template.New("a").Option("missingkey=zero").Parse("{{ $labels := .Labels }}{{ $value := .Value }}" + s)
+	require.NoError(t, err, "%q does not parse as a template", s)
+	var b strings.Builder
+	require.NoError(t, tmpl.Execute(&b, map[string]any{"Labels": map[string]string{}, "Value": 0.0}), s)
+	return b.String()
+}
+
+func TestTemplateLiteralExpandsToItself(t *testing.T) {
+	for _, s := range append(hostileStrings, "", "plain", "https://wiki.example.com/rb/X") {
+		lit := templateLiteral(s)
+		assert.Equal(t, s, expand(t, lit), "%q as %q", s, lit)
+		// Concatenated with template text on either side, as in an annotation.
+		assert.Equal(t, s+"{{x}}", expand(t, lit+`{{ "{{x}}" }}`), "%q", s)
+		if !strings.ContainsAny(s, "{}") {
+			assert.Equal(t, s, lit, "strings without braces stay as they are")
+		}
+	}
+}
+
+// TestHostileRunbookURLs: every hostile runbook_base_url is either refused with a ConfigError
+// naming the field, or yields a rule file that promtool accepts and whose runbook_url expands
+// to the URL itself. https://x/{{ used to be accepted and break the rule file.
+func TestHostileRunbookURLs(t *testing.T) {
+	var accepted []string
+	for _, h := range hostileStrings {
+		for _, u := range []string{"https://x/" + h, "https://x.example/rb/" + h + "/end", "runbooks/" + h, h} {
+			_, err := Generate(Config{RunbookBaseURL: u})
+			if err != nil {
+				var ce *ConfigError
+				require.True(t, errors.As(err, &ce), "%q: %v", u, err)
+				assert.Equal(t, "runbook_base_url", ce.Field, u)
+				continue
+			}
+			accepted = append(accepted, u)
+		}
+	}
+	_, err := Generate(Config{RunbookBaseURL: "https://x/{{"})
+	require.Error(t, err, "the URL of the issue is refused: braces are not URL characters")
+	assert.Contains(t, accepted, "https://x/%7B%7B", "percent-encoded braces are fine")
+	assert.Contains(t, accepted, "https://x/$labels")
+
+	dir := t.TempDir()
+	var files []string
+	for i, u := range accepted {
+		name := filepath.Join(dir, fmt.Sprintf("rules%03d.yaml", i))
+		out, err := Generate(Config{RunbookBaseURL: u})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(name, out, 0o644))
+		files = append(files, name)
+	}
+	promtool(t)
+	out, ok := runPromtool(t, dir, append([]string{"check", "rules", "--lint=all", "--lint-fatal"}, files...)...)
+	require.True(t, ok, "%s", out)
+}
+
+// TestTemplateSyntaxNeverReachesAnnotationsUnescaped bypasses the URL validation: even a base
+// holding template syntax yields a rule file promtool loads, and the generated tests (which
+// expect the literal URL in runbook_url) pass — the escaping alone keeps the file valid.
+func TestTemplateSyntaxNeverReachesAnnotationsUnescaped(t *testing.T) {
+	promtool(t)
+	for _, base := range []string{"https://x/{{", `https://x/}}{{ $labels.name }}"`} {
+		t.Run(base, func(t *testing.T) {
+			r, err := Config{}.resolve()
+			require.NoError(t, err)
+			r.runbookBase = base
+			rulesYAML, err := r.render(FormatPrometheus)
+			require.NoError(t, err)
+			testsYAML, err := r.renderTests("rules.yaml")
+			require.NoError(t, err)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), rulesYAML, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.test.yaml"), testsYAML, 0o644))
+			out, ok := runPromtool(t, dir, "check", "rules", "--lint=all", "--lint-fatal", "rules.yaml")
+			require.True(t, ok, "%s", out)
+			out, ok = runPromtool(t, dir, "test", "rules", "rules.test.yaml")
+			require.True(t, ok, "runbook_url expands to the literal URL: %s", firstLines(out, 40))
+		})
+	}
+}

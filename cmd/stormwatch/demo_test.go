@@ -58,6 +58,7 @@ func TestDemoPrintProfile(t *testing.T) {
 // (lint included) and whose generated unit tests pass; the alerts the outage must fire within
 // 3 minutes have short for durations.
 func TestDemoProfileRules(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	profile := filepath.Join(dir, "stormwatch.yaml")
 	require.NoError(t, os.WriteFile(profile, []byte(demo.AlertsProfile()), 0o644))

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,7 +18,23 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// With E2EPROM_FAKE_SERVER set, the test binary is a fake server for TestSetJobs: it prints
+// "started", creates the file "hup" on SIGHUP and exits 0 on SIGTERM. (A shell script cannot be
+// the fake: a shell cannot trap a signal its parent ignores, as under nohup; Go re-enables it.)
+func TestMain(m *testing.M) {
+	if os.Getenv("E2EPROM_FAKE_SERVER") != "" {
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM)
+		fmt.Println("started")
+		for sig := range sigs {
+			if sig == syscall.SIGTERM {
+				os.Exit(0)
+			}
+			_ = os.WriteFile("hup", nil, 0o644)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestConfig(t *testing.T) {
 	got := Config("/tmp/rules.yaml", Job{Name: "a", Target: "127.0.0.1:1"}, Job{Name: "b", Target: "127.0.0.1:2"})
@@ -155,8 +172,10 @@ func TestTargetsUp(t *testing.T) {
 func TestSetJobs(t *testing.T) {
 	dir := t.TempDir()
 	hup := filepath.Join(dir, "hup")
-	p := Start(t, Command{Name: "sh", Dir: dir, Bin: shell(t), StopGrace: 5 * time.Second,
-		Args: []string{"-c", `trap 'touch hup' HUP; trap 'exit 0' TERM; echo started; while :; do sleep 0.05; done`}})
+	t.Setenv("E2EPROM_FAKE_SERVER", "1")
+	self, err := os.Executable()
+	require.NoError(t, err)
+	p := Start(t, Command{Name: "fake-server", Dir: dir, Bin: self, StopGrace: 5 * time.Second})
 	require.Eventually(t, func() bool { return p.Tail(1) == "started" }, 5*time.Second, 10*time.Millisecond)
 	srv := fakeAPI(t, func() []string {
 		if _, err := os.Stat(hup); err == nil {

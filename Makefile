@@ -75,7 +75,7 @@ demo-prometheus: tools-prometheus $(BIN)/stormwatch
 # bin/stormwatch is rebuilt every time (go build is incremental), with progress for the first,
 # cold build.
 $(BIN)/stormwatch: FORCE
-	@scripts/progress.sh "building bin/stormwatch (go build; the first build compiles every dependency)" \
+	@scripts/progress.sh "building bin/stormwatch (the first build compiles every dependency)" \
 		$(GO) build -o $(BIN)/stormwatch ./cmd/stormwatch
 
 ## tools: promtool and prometheus 3.16 into ./bin (reused when present; cached per user).

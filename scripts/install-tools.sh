@@ -34,9 +34,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   for tool in "${missing[@]}"; do
     pkgs+=("github.com/prometheus/prometheus/cmd/$tool@$PROM_VERSION")
   done
-  # Measured cold (empty Go build cache, 2 shared cores): promtool ≈ 4 min, then the server
-  # ≈ 3 min more; both at once ≈ 6 min. Once built, they come from the cache.
-  scripts/progress.sh "install-tools: building ${missing[*]} $PROM_RELEASE from source (go install, first time only; minutes when cold)" \
+  # Measured cold (empty Go build cache, 2 shared cores): promtool 110 s; the server 143 s on
+  # its own, 74 s after promtool (shared compilation in the Go build cache).
+  scripts/progress.sh "building ${missing[*]} $PROM_RELEASE from source (first time only)" \
     env GOBIN="$cache" go install -tags remove_all_sd \
     -ldflags "-X github.com/prometheus/common/version.Version=$PROM_RELEASE" "${pkgs[@]}"
 fi

@@ -27,6 +27,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags e2e ./e2e/ ./cmd/stormwatch/internal/demo/e2e/
 
 ## unit: the unit tests, with the race detector. They run on injected clocks and scripted
 ## fakes: wall-clock scenarios are in `make e2e`.
@@ -41,7 +42,7 @@ generate:
 ## generated-check: regenerate the defaults into a temp dir, fail on drift from
 ## examples/generated, then lint and unit-test the fresh rules with promtool 3.16.
 generated-check:
-	@test -x $(PROMTOOL) || { echo "$(PROMTOOL) missing: run 'make tools' (scripts/install-tools.sh)"; exit 1; }
+	@test -x $(PROMTOOL) || { echo "$(PROMTOOL) missing: run 'make tools-promtool' (scripts/install-tools.sh promtool)"; exit 1; }
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(STORMWATCH) generate all -o "$$tmp" >/dev/null && \
 	{ diff -r "$$tmp" $(GENERATED) || { echo "$(GENERATED) is stale: run 'make generate' and commit the result"; exit 1; }; } && \

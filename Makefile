@@ -8,7 +8,7 @@ PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
 
-.PHONY: all test unit lint fmt-check vet tools bench e2e build clean generate generated-check conformance demo
+.PHONY: all test unit lint fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance demo demo-prometheus
 
 all: build test
 
@@ -16,7 +16,8 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI checks (formatting, vet, race-enabled unit tests, generated-rule checks).
-test: tools lint unit generated-check conformance
+## It needs promtool only (not the Prometheus server, which `make e2e` uses).
+test: tools-promtool lint unit generated-check conformance install-check
 
 lint: fmt-check vet
 
@@ -26,7 +27,10 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags e2e ./e2e/ ./cmd/stormwatch/internal/demo/e2e/
 
+## unit: the unit tests, with the race detector. They run on injected clocks and scripted
+## fakes: wall-clock scenarios are in `make e2e`.
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -38,7 +42,7 @@ generate:
 ## generated-check: regenerate the defaults into a temp dir, fail on drift from
 ## examples/generated, then lint and unit-test the fresh rules with promtool 3.16.
 generated-check:
-	@test -x $(PROMTOOL) || { echo "$(PROMTOOL) missing: run 'make tools' (scripts/install-tools.sh)"; exit 1; }
+	@test -x $(PROMTOOL) || { echo "$(PROMTOOL) missing: run 'make tools-promtool' (scripts/install-tools.sh promtool)"; exit 1; }
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(STORMWATCH) generate all -o "$$tmp" >/dev/null && \
 	{ diff -r "$$tmp" $(GENERATED) || { echo "$(GENERATED) is stale: run 'make generate' and commit the result"; exit 1; }; } && \
@@ -50,20 +54,40 @@ generated-check:
 conformance:
 	cd conformance && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-## e2e: real Prometheus 3.16 on 127.0.0.1 scraping examples/breaker, with generated rules.
-e2e: tools
+## e2e: real Prometheus 3.16 on 127.0.0.1: examples/breaker with generated rules, the demo's
+## scenarios (wall clock), the demo on Prometheus with the demo profile, and
+## `stormwatch demo --prometheus`.
+e2e: tools-prometheus
 	$(GO) test -tags e2e -count=1 -timeout 3m -v ./e2e/
-	$(GO) test -tags e2e -count=1 -timeout 10m -v ./cmd/stormwatch/internal/demo/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 12m -v ./cmd/stormwatch/internal/demo/e2e/
 
 ## demo: the first command to run — `stormwatch demo` on 127.0.0.1:9464 (override with DEMO_ARGS).
 DEMO_ARGS ?= --scenario outage --duration 2m
-demo:
-	$(GO) build -o $(BIN)/stormwatch ./cmd/stormwatch
+demo: $(BIN)/stormwatch
 	$(BIN)/stormwatch demo $(DEMO_ARGS)
 
-## tools: promtool and prometheus 3.16 into ./bin (reused when present).
+## demo-prometheus: the outage demo and a local Prometheus 3.16 evaluating the demo profile's
+## rules (alerts on http://127.0.0.1:9090/alerts) until Ctrl-C, which stops both. Override
+## with DEMO_ARGS.
+demo-prometheus: DEMO_ARGS = --scenario outage
+demo-prometheus: tools-prometheus $(BIN)/stormwatch
+	$(BIN)/stormwatch demo --prometheus $(PROMETHEUS) $(DEMO_ARGS)
+
+# bin/stormwatch is rebuilt every time (go build is incremental), with progress for the first,
+# cold build.
+$(BIN)/stormwatch: FORCE
+	@scripts/progress.sh "building bin/stormwatch (the first build compiles every dependency)" \
+		$(GO) build -o $(BIN)/stormwatch ./cmd/stormwatch
+
+## tools: promtool and prometheus 3.16 into ./bin (reused when present; cached per user).
 tools:
-	scripts/install-tools.sh
+	@scripts/install-tools.sh all
+
+tools-promtool:
+	@scripts/install-tools.sh promtool
+
+tools-prometheus:
+	@scripts/install-tools.sh prometheus
 
 ## bench: library benchmarks and peer comparisons (separate module under bench/).
 bench:
@@ -72,6 +96,9 @@ bench:
 
 clean:
 	rm -rf out
+
+.PHONY: FORCE
+FORCE:
 
 ## install-check: the install paths README gives, run as a user would: from a clone
 ## (`go build -o bin/stormwatch ./cmd/stormwatch`, then `bin/stormwatch generate`) and in a

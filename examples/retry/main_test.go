@@ -21,17 +21,49 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// syncBuffer is a bytes.Buffer safe for concurrent writers; waitFor blocks until it contains a
+// string.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed and replaced by every Write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
 }
+
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// waitFor waits until the buffer contains want, or fails the test after timeout (a bound on a
+// failure, not a measure).
+func (s *syncBuffer) waitFor(t *testing.T, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		found := strings.Contains(s.b.String(), want)
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-written:
+		case <-deadline:
+			t.Fatalf("%q not written within %s; got:\n%s", want, timeout, s.String())
+		}
+	}
+}
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
@@ -57,12 +89,8 @@ func TestRunRetriesAndServesMetrics(t *testing.T) {
 	go func() { done <- run(ctx, o, &logs, &status) }()
 	metricsURL := <-urls
 
-	// Wait (bounded) for the first call that succeeded after a retry.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), `"outcome":"succeeded"`) {
-		require.True(t, time.Now().Before(deadline), "no successful retry; log:\n%s", logs.String())
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Wait for the first call that succeeded after a retry.
+	logs.waitFor(t, `"outcome":"succeeded"`, 10*time.Second)
 
 	resp, err := http.Get(metricsURL)
 	require.NoError(t, err)

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,22 +18,38 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// With E2EPROM_FAKE_SERVER set, the test binary is a fake server for TestSetJobs: it prints
+// "started", creates the file "hup" on SIGHUP and exits 0 on SIGTERM. (A shell script cannot be
+// the fake: a shell cannot trap a signal its parent ignores, as under nohup; Go re-enables it.)
+func TestMain(m *testing.M) {
+	if os.Getenv("E2EPROM_FAKE_SERVER") != "" {
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM)
+		fmt.Println("started")
+		for sig := range sigs {
+			if sig == syscall.SIGTERM {
+				os.Exit(0)
+			}
+			_ = os.WriteFile("hup", nil, 0o644)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestConfig(t *testing.T) {
-	got := Config("/tmp/rules.yaml", Job{"a", "127.0.0.1:1"}, Job{"b", "127.0.0.1:2"})
+	got := Config("/tmp/rules.yaml", Job{Name: "a", Target: "127.0.0.1:1"}, Job{Name: "b", Target: "127.0.0.1:2"})
 	assert.Equal(t, `global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files:
-  - /tmp/rules.yaml
+  - "/tmp/rules.yaml"
 scrape_configs:
-  - job_name: a
+  - job_name: "a"
     static_configs:
-      - targets: ['127.0.0.1:1']
-  - job_name: b
+      - targets: ["127.0.0.1:1"]
+  - job_name: "b"
     static_configs:
-      - targets: ['127.0.0.1:2']
+      - targets: ["127.0.0.1:2"]
 `, got)
 }
 
@@ -119,4 +139,78 @@ func TestAPI(t *testing.T) {
 func TestFreePortAndModuleRoot(t *testing.T) {
 	assert.Positive(t, FreePort(t))
 	assert.FileExists(t, ModuleRoot(t)+"/go.mod")
+}
+
+// fakeAPI serves /-/ready, /api/v1/targets (the jobs listed in up, healthy) and /metrics.
+func fakeAPI(t *testing.T, up func() []string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/-/ready", "/metrics":
+		case "/api/v1/targets":
+			var ts []string
+			for _, j := range up() {
+				ts = append(ts, fmt.Sprintf(`{"labels":{"job":%q},"health":"up"}`, j))
+			}
+			ts = append(ts, `{"labels":{"job":"down"},"health":"down"}`)
+			fmt.Fprintf(w, `{"status":"success","data":{"activeTargets":[%s]}}`, strings.Join(ts, ","))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestTargetsUp(t *testing.T) {
+	srv := fakeAPI(t, func() []string { return []string{"a"} })
+	api := API{URL: srv.URL, Client: NewClient(5 * time.Second)}
+	assert.Equal(t, map[string]bool{"a": true, "down": false}, api.TargetsUp(t))
+}
+
+// TestSetJobs: the configuration is rewritten, the server gets SIGHUP, and SetJobs returns once
+// the new jobs are up.
+func TestSetJobs(t *testing.T) {
+	dir := t.TempDir()
+	hup := filepath.Join(dir, "hup")
+	t.Setenv("E2EPROM_FAKE_SERVER", "1")
+	self, err := os.Executable()
+	require.NoError(t, err)
+	p := Start(t, Command{Name: "fake-server", Dir: dir, Bin: self, StopGrace: 5 * time.Second})
+	require.Eventually(t, func() bool { return p.Tail(1) == "started" }, 5*time.Second, 10*time.Millisecond)
+	srv := fakeAPI(t, func() []string {
+		if _, err := os.Stat(hup); err == nil {
+			return []string{"a", "b"}
+		}
+		return nil
+	})
+	api := API{URL: srv.URL, Client: NewClient(5 * time.Second)}
+	s := Server{Dir: dir, RuleFile: "/r.yaml", Jobs: []Job{{Name: "a", Target: "127.0.0.1:1"}, {Name: "b", Target: "127.0.0.1:2"}}}
+	SetJobs(t, p, api, s, time.Now().Add(10*time.Second))
+	cfg, err := os.ReadFile(filepath.Join(dir, "prometheus.yml"))
+	require.NoError(t, err)
+	assert.Equal(t, Config("/r.yaml", s.Jobs...), string(cfg))
+	assert.NoError(t, p.Stop(t))
+}
+
+// TestStartDemo: the demo's address is read from the line it prints; it is stopped by SIGINT.
+func TestStartDemo(t *testing.T) {
+	srv := fakeAPI(t, func() []string { return nil })
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	fakeDemo := filepath.Join(dir, "stormwatch")
+	require.NoError(t, os.WriteFile(fakeDemo, []byte("#!/bin/sh\n"+
+		"echo \"$@\" > args\n"+
+		"trap 'echo stopped; exit 0' INT\n"+
+		"echo 'stormwatch demo: scenario outage, speed ×1 — metrics on http://"+addr+"/metrics, retry log on stderr'\n"+
+		"while :; do sleep 0.05; done\n"), 0o755))
+	shell(t)
+	d := StartDemo(t, fakeDemo, dir, DemoSpec{Job: "demo-outage", Args: []string{"--scenario", "outage"}},
+		NewClient(5*time.Second), time.Now().Add(10*time.Second))
+	assert.Equal(t, addr, d.Addr)
+	assert.Equal(t, "demo-outage", d.Job)
+	assert.False(t, d.Started.IsZero())
+	assert.NoError(t, d.Stop(t), "exit 0 on SIGINT")
+	args, err := os.ReadFile(filepath.Join(dir, "args"))
+	require.NoError(t, err)
+	assert.Equal(t, "demo --listen 127.0.0.1:0 --log-file - --log-format json --scenario outage\n", string(args))
 }

@@ -94,6 +94,27 @@ func (a API) Alerts(t testing.TB) []Alert {
 	return r.Data.Alerts
 }
 
+// TargetsUp returns, per job, whether one of its targets' last scrape succeeded.
+func (a API) TargetsUp(t testing.TB) map[string]bool {
+	t.Helper()
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			ActiveTargets []struct {
+				Labels map[string]string `json:"labels"`
+				Health string            `json:"health"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	a.GetJSON(t, "/api/v1/targets?state=active", &r)
+	require.Equal(t, "success", r.Status)
+	up := map[string]bool{}
+	for _, tg := range r.Data.ActiveTargets {
+		up[tg.Labels["job"]] = up[tg.Labels["job"]] || tg.Health == "up"
+	}
+	return up
+}
+
 // Query returns the value of an instant query that yields at most one sample, and false when
 // it yields none.
 func (a API) Query(t testing.TB, expr string) (float64, bool) {

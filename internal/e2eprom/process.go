@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/internal/promrun"
 )
 
 // Command describes a child process for Start.
@@ -56,7 +58,7 @@ func Start(t testing.TB, c Command) *Process {
 	cmd := exec.Command(c.Bin, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = promrun.SysProcAttr()
 	var stdout io.ReadCloser
 	if c.Lines != nil {
 		stdout, err = cmd.StdoutPipe()
@@ -118,6 +120,26 @@ func (p *Process) Stop(t testing.TB) error {
 		err := <-p.done
 		p.done <- err
 		return err
+	}
+}
+
+// Pid returns the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process's PID.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Wait waits at most d for the process to exit and returns its exit error (nil for status 0);
+// it fails the test when the process is still running after d.
+func (p *Process) Wait(t testing.TB, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s (pid %d) still running after %s", p.Name, p.Pid(), d)
+		return nil
 	}
 }
 

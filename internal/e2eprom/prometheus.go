@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/internal/promrun"
 )
 
 // ModuleRoot returns the directory of the nearest go.mod at or above the working directory
@@ -51,28 +53,12 @@ func Build(t testing.TB, root, dir, name, pkg string) string {
 }
 
 // Job is one scrape job: a job name and its one target (host:port).
-type Job struct {
-	Name, Target string
-}
+type Job = promrun.Job
 
 // Config returns a Prometheus configuration that scrapes jobs and evaluates ruleFile every
 // second.
 func Config(ruleFile string, jobs ...Job) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - %s
-scrape_configs:
-`, ruleFile)
-	for _, j := range jobs {
-		fmt.Fprintf(&b, `  - job_name: %s
-    static_configs:
-      - targets: ['%s']
-`, j.Name, j.Target)
-	}
-	return b.String()
+	return promrun.Config{RuleFiles: []string{ruleFile}, Jobs: jobs}.YAML()
 }
 
 // Server describes a Prometheus server for StartPrometheus.
@@ -90,7 +76,8 @@ type Server struct {
 
 // StartPrometheus writes s's configuration, starts Prometheus on a free port of 127.0.0.1
 // and waits until /-/ready answers 200, failing the test if it is not ready by readyBy. It
-// returns the process (stopped with SIGTERM) and the server's API.
+// returns the process (stopped with SIGTERM) and the server's API. s.Jobs may be empty (see
+// SetJobs).
 func StartPrometheus(t testing.TB, s Server, readyBy time.Time) (*Process, API) {
 	t.Helper()
 	configFile := filepath.Join(s.Dir, "prometheus.yml")
@@ -105,4 +92,33 @@ func StartPrometheus(t testing.TB, s Server, readyBy time.Time) (*Process, API) 
 	api := API{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Client: s.Client}
 	WaitHTTP(t, s.Client, api.URL+"/-/ready", readyBy, p)
 	return p, api
+}
+
+// SetJobs replaces the scrape jobs of the Prometheus p started by StartPrometheus with s (same
+// Dir and RuleFile, new Jobs), makes it reload its configuration (SIGHUP) and waits until every
+// job's target has been scraped successfully, failing the test if that has not happened by
+// upBy.
+func SetJobs(t testing.TB, p *Process, api API, s Server, upBy time.Time) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "prometheus.yml"), []byte(Config(s.RuleFile, s.Jobs...)), 0o644))
+	require.NoError(t, p.Signal(syscall.SIGHUP))
+	for {
+		up := api.TargetsUp(t)
+		missing := 0
+		for _, j := range s.Jobs {
+			if !up[j.Name] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if exited, err := p.exited(); exited {
+			t.Fatalf("prometheus exited (%v):\n%s", err, p.Tail(30))
+		}
+		if time.Now().After(upBy) {
+			t.Fatalf("%d of %d jobs not up after the reload (up: %v)", missing, len(s.Jobs), up)
+		}
+		time.Sleep(200 * time.Millisecond) // polling a real server
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
@@ -24,7 +25,7 @@ type Profile struct {
 	// Retry: attempts per logical call, backoff base and cap, and the deadline of the whole call.
 	MaxAttempts         int
 	BackoffBase, Cap    time.Duration
-	MaxDuration         time.Duration
+	MaxDuration         time.Duration // 0: no deadline of the whole call (wall clock: http.Client.Timeout)
 	AttemptTimeout      time.Duration // the timeout primitive's limit for each attempt
 	SlowCallDuration    time.Duration // slow-call detection of the breaker
 	OpenDuration        time.Duration // base open duration of the breaker (±20% jitter)
@@ -35,7 +36,7 @@ type Profile struct {
 	FallbackDescription string        // what the degraded answer is, for the status line
 }
 
-// DefaultProfiles are the demo's dependency configurations (seed notes INC-05/06 shrunk to a
+// DefaultProfiles are the demo's dependency configurations (a production setup shrunk to a
 // demo: a count window of 50 calls, trips at 50% failures or 80% slow calls over 1s, 5s open,
 // one retry layer with a 10% budget, a bulkhead per dependency, a per-attempt time limit).
 func DefaultProfiles() map[string]Profile {
@@ -67,15 +68,18 @@ type dependency struct {
 	fb     *fallback.Fallback
 }
 
-// fallbackCauses are the causes the demo's fallbacks answer: every cause but "error", which is
-// what a call cancelled by Ctrl-C ends with, so stopping the demo counts no fallbacks.
+// fallbackCauses are the causes the demo's fallbacks answer: every cause but "error" (a failure
+// the demo does not expect). Stopping the demo cancels the calls in flight, which never counts a
+// fallback of any cause: the fallback does not answer a caller who has gone.
 var fallbackCauses = []fallback.Cause{fallback.CauseCircuitOpen, fallback.CauseBulkheadFull, fallback.CauseTimeout, fallback.CauseRetriesExhausted}
 
 // newDependency builds the transport of the dependency called name, its pipeline configured from
-// p scaled by speed, and keeps its primitives for the status line.
-func newDependency(reg *instrument.Registry, name, url string, base http.RoundTripper, p Profile, speed float64) (*dependency, error) {
+// p scaled by speed with its timers on clk (nil: the wall clock), and keeps its primitives for
+// the status line.
+func newDependency(reg *instrument.Registry, name, url string, base http.RoundTripper, p Profile, speed float64, clk clock.Clock) (*dependency, error) {
 	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
 	rc := retry.DefaultConfig()
+	rc.Clock = clk
 	rc.MaxAttempts = p.MaxAttempts
 	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: s(p.BackoffBase), Multiplier: 2, Cap: s(p.Cap)}
 	rc.RetryAfter = retry.RetryAfterConfig{Min: s(retry.DefaultMinRetryAfter), Max: s(retry.DefaultMaxRetryAfter), Jitter: retry.DefaultRetryAfterJitter}
@@ -84,11 +88,11 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 		Retry: &rc,
 		Breaker: &breaker.Config{
 			Window: breaker.CountBased, WindowSize: p.WindowSize, MinCalls: p.MinCalls,
-			SlowCallDuration: s(p.SlowCallDuration), OpenDuration: s(p.OpenDuration),
+			SlowCallDuration: s(p.SlowCallDuration), OpenDuration: s(p.OpenDuration), Clock: clk,
 		},
-		Bulkhead: &bulkhead.Config{MaxConcurrent: p.MaxConcurrent, MaxWait: s(p.MaxWait)},
-		Timeout:  &timeout.Config{Timeout: s(p.AttemptTimeout)},
-		Fallback: &fallback.Config{On: fallbackCauses},
+		Bulkhead: &bulkhead.Config{MaxConcurrent: p.MaxConcurrent, MaxWait: s(p.MaxWait), Clock: clk},
+		Timeout:  &timeout.Config{Timeout: s(p.AttemptTimeout), Clock: clk},
+		Fallback: &fallback.Config{On: fallbackCauses, Clock: clk},
 	}
 	degraded := p.FallbackDescription
 	tr, err := httpx.NewTransport(base,
@@ -141,23 +145,32 @@ func (d *dependency) Call(ctx context.Context) (string, bool, error) {
 }
 
 // load drives calls at a fixed rate (open loop: arrivals do not wait for answers, as users do
-// not), at most maxInFlight at a time, until ctx ends. It waits for the calls in flight.
+// not), at most maxInFlight at a time, until ctx ends. Arrival i is due at start + i/rate on the
+// clock; a late wake-up makes the missed arrivals at once, so the number of calls per second of
+// the script does not depend on the machine's load. It waits for the calls in flight, which
+// see ctx's end as their caller's cancellation.
 type load struct {
 	rate        float64 // calls per second, wall time
 	maxInFlight int
 }
 
-func (l load) run(ctx context.Context, d *dependency, shed func()) {
+func (l load) run(ctx context.Context, clk clock.Clock, start time.Time, call func(context.Context), shed func()) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := make(chan struct{}, l.maxInFlight)
-	tick := time.NewTicker(time.Duration(float64(time.Second) / l.rate))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	interval := float64(time.Second) / l.rate
+	for i := 1; ; i++ {
+		due := start.Add(time.Duration(float64(i) * interval))
+		if wait := due.Sub(clk.Now()); wait > 0 {
+			t := clk.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+		} else if ctx.Err() != nil {
 			return
-		case <-tick.C:
 		}
 		select {
 		case sem <- struct{}{}:
@@ -169,7 +182,7 @@ func (l load) run(ctx context.Context, d *dependency, shed func()) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_, _, _ = d.Call(ctx)
+			call(ctx)
 		}()
 	}
 }

@@ -1,15 +1,20 @@
 // Package demo is `stormwatch demo`: in one process on 127.0.0.1, a fault-injectable downstream
 // HTTP server, an instrumented client driving load through stormwatch's pipeline (Fallback →
 // Retry → CircuitBreaker → Bulkhead → Timeout) for three dependencies (payments, inventory,
-// recommendations), their metrics on /metrics, the retry log on stderr and a live status line per
-// dependency. A scenario scripts the downstream's faults over time; retry-storm instead replays
-// the three-layer retry-storm incident of seed 004 with naive per-layer retries and with
-// stormwatch, and prints the amplification at the leaf and the time to recover of each.
+// recommendations), their metrics on /metrics, the retry log (on stderr, or in a file when the
+// terminal shows the live status) and a live status line per dependency. A scenario scripts the
+// downstream's faults over time; retry-storm instead replays a three-layer retry-storm incident
+// with naive per-layer retries and with stormwatch, and prints the amplification at the leaf and
+// the time to recover of each.
 //
 // --speed N divides every scripted duration, breaker open duration, timeout, backoff and
 // injected latency by N (a scaled configuration; the servers run on the wall clock), and
 // multiplies the request rate by N, so a sped-up run is the same run fast-forwarded: as many
-// calls per scripted phase, as many in flight at once.
+// calls per scripted phase, as many in flight at once. (Prometheus's windows and `for`
+// durations do not speed up: to watch alerts, run at speed 1.)
+//
+// Stopping the demo — Ctrl-C, SIGTERM or the end of --duration — cancels the calls in flight:
+// they count as aborted, never as failures, fallbacks or gave_up records.
 package demo
 
 import (
@@ -21,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +39,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector"
 	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/retrylog"
 )
 
@@ -51,23 +58,33 @@ const (
 // Config configures a demo run. Zero fields take the defaults above, except Duration (0 runs
 // until the context ends).
 type Config struct {
-	// Listen is the address of /metrics; it must be a loopback address (port 0 picks one).
+	// Listen is the address of /metrics; it must be a loopback address (port 0 picks one, and
+	// the first line printed says which).
 	Listen string
+	// Listener, when set, serves /metrics instead of a listener on Listen: the caller bound it
+	// (to know the address before Run, as the --prometheus mode does). Run closes it.
+	Listener net.Listener
 	// Scenario is one of ScenarioNames.
 	Scenario string
-	// Duration bounds the run in wall time; 0 runs until ctx ends. retry-storm ends by itself.
+	// Duration bounds the run; 0 runs until ctx ends. retry-storm ends by itself when its
+	// replay is over, unless Duration is 0: then /metrics stays up until ctx ends.
 	Duration time.Duration
 	// Speed divides every scripted duration, open duration, timeout and injected latency.
 	Speed float64
 	// Rate is the calls per second (demo time) the client makes to each dependency; the wall
 	// rate is Rate × Speed, at most MaxWallRate.
 	Rate float64
-	// LogFormat is the retry log's format on Stderr: "json" (default) or "text".
+	// LogFormat is the retry log's format: "json" (default) or "text".
 	LogFormat string
+	// LogFile is where the retry log goes: "-" means Stderr; a path means that file (created,
+	// or truncated); "" means Stderr, except when Stdout and Stderr are the same terminal (TTY
+	// and StderrTTY), where the log would bury the live status: then it goes to a new file
+	// stormwatch-demo-*.log in the temporary directory, whose path the first lines print.
+	LogFile string
 	// Stdout receives the status lines, Stderr the retry log. nil means io.Discard.
 	Stdout, Stderr io.Writer
 	// TTY redraws the status block in place (Stdout is a terminal); StderrTTY says Stderr is the
-	// same terminal, so log lines scroll above the block.
+	// same terminal.
 	TTY, StderrTTY bool
 	// StatusEvery is the period of the plain status lines when not a TTY (default 5s); on a TTY
 	// the block is redrawn four times a second.
@@ -80,8 +97,15 @@ type Config struct {
 	Profiles map[string]Profile
 	// Storm configures the retry-storm scenario; zero fields take DefaultStormConfig's values.
 	Storm StormConfig
-	// StormResult, when set, receives the retry-storm's measurements.
+	// StormResult, when set, receives the retry-storm's measurements (also of an interrupted
+	// replay: see StormReport.Complete).
 	StormResult func(StormReport)
+	// Clock paces the scripted scenarios — arrivals, phases, status lines, Duration — and runs
+	// the dependencies' primitives; nil means the wall clock. Tests drive a clock.Fake.
+	Clock clock.Clock
+	// Transport, when set, replaces the loopback downstream under the dependencies' pipelines
+	// (tests: a scripted fake); the scenario's faults then have no effect.
+	Transport http.RoundTripper
 }
 
 // UsageError is a bad flag or configuration value; the CLI exits 2 for it.
@@ -95,26 +119,33 @@ func usagef(format string, args ...any) error {
 
 // CheckLoopback returns a UsageError unless addr is host:port with a loopback host
 // (127.0.0.0/8, ::1 or localhost). The demo never listens on other interfaces.
-func CheckLoopback(addr string) error {
+func CheckLoopback(addr string) error { return CheckLoopbackFlag("--listen", addr) }
+
+// CheckLoopbackFlag is CheckLoopback for the address given by the flag called flag, which the
+// error names.
+func CheckLoopbackFlag(flag, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("--listen %q: %v", addr, err)
+		return usagef("%s %q: %v", flag, addr, err)
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
-		return usagef("--listen %q: bad port %q", addr, port)
+		return usagef("%s %q: bad port %q", flag, addr, port)
 	}
 	if host == "localhost" {
 		return nil
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() {
-		return usagef("--listen %q: the demo only listens on a loopback address (127.0.0.1, ::1 or localhost), not %q", addr, host)
+		return usagef("%s %q: the demo only listens on a loopback address (127.0.0.1, ::1 or localhost), not %q", flag, addr, host)
 	}
 	return nil
 }
 
 // withDefaults fills in defaults and validates cfg.
 func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Listener != nil {
+		cfg.Listen = cfg.Listener.Addr().String()
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
@@ -161,6 +192,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
+	if cfg.LogFile != "" && cfg.LogFile != "-" {
+		if fi, err := os.Stat(cfg.LogFile); err == nil && fi.IsDir() {
+			return cfg, usagef("--log-file %q: is a directory", cfg.LogFile)
+		}
+	}
 	if cfg.Profiles == nil {
 		cfg.Profiles = DefaultProfiles()
 	}
@@ -172,19 +208,53 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// Validate reports the first invalid field of cfg as Run would, without running anything: a
+// *UsageError naming the flag, or an error about a programmatic field.
+func (cfg Config) Validate() error {
+	_, err := cfg.withDefaults()
+	return err
+}
+
+// Why a run ended: the causes of the run context's cancellation.
+var (
+	errDurationReached = errors.New("--duration reached")
+	errInterrupted     = errors.New("interrupted")
+)
+
 // Run runs the demo until cfg.Duration has passed or ctx ends (SIGINT, SIGTERM), then stops
 // everything it started and returns nil. Errors are a UsageError for a bad cfg, else a runtime
 // failure (such as the listen address being in use).
+//
+// However the run ends, the calls in flight see their caller's cancellation (context.Canceled,
+// never a deadline), so stopping the demo counts them as aborted: never a failure, a fallback
+// or a gave_up record.
 func Run(ctx context.Context, cfg Config) error {
 	cfg, err := cfg.withDefaults()
+	if cfg.Listener != nil {
+		defer cfg.Listener.Close()
+	}
 	if err != nil {
 		return err
 	}
+	clk := clock.Or(cfg.Clock)
+
+	// The run's own context: cancelled (never expired) when ctx ends or Duration has passed;
+	// its cause says which.
+	runCtx, stopRun := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopRun(nil)
+	defer context.AfterFunc(ctx, func() { stopRun(errInterrupted) })()
 	if cfg.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
-		defer cancel()
+		t := clk.NewTimer(cfg.Duration)
+		go func() {
+			select {
+			case <-t.C():
+				stopRun(errDurationReached)
+			case <-runCtx.Done():
+				t.Stop()
+			}
+		}()
 	}
+
 	reg := cfg.Registry
 	if reg == nil {
 		if reg, err = instrument.NewRegistry(); err != nil {
@@ -194,13 +264,21 @@ func Run(ctx context.Context, cfg Config) error {
 	b := &board{out: cfg.Stdout, tty: cfg.TTY}
 	defer b.finish()
 
-	// The retry log on stderr.
-	logOut := b.logWriter(cfg.Stderr, cfg.StderrTTY)
-	var h slog.Handler = slog.NewJSONHandler(logOut, nil)
-	if cfg.LogFormat == "text" {
-		h = slog.NewTextHandler(logOut, nil)
+	// The retry log.
+	sink, err := openLog(cfg, b)
+	if err != nil {
+		return err
 	}
-	logger, err := retrylog.New(h)
+	defer sink.close()
+	var h slog.Handler = slog.NewJSONHandler(sink.w, nil)
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(sink.w, nil)
+	}
+	var logOpts []retrylog.Option
+	if cfg.Clock != nil {
+		logOpts = append(logOpts, retrylog.WithClock(cfg.Clock))
+	}
+	logger, err := retrylog.New(h, logOpts...)
 	if err != nil {
 		return err
 	}
@@ -221,9 +299,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := promReg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return err
 	}
-	ml, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	ml := cfg.Listener
+	if ml == nil {
+		if ml, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
@@ -237,26 +317,47 @@ func Run(ctx context.Context, cfg Config) error {
 	metrics := serve(ml, mux)
 	defer metrics.stop(time.Second)
 	metricsURL := "http://" + metrics.addr + "/metrics"
-	b.println("stormwatch demo: scenario %s, speed ×%s — metrics on %s, retry log on stderr", cfg.Scenario, trimFloat(cfg.Speed), metricsURL)
+	b.println("stormwatch demo: scenario %s, speed ×%s — metrics on %s, retry log %s", cfg.Scenario, trimFloat(cfg.Speed), metricsURL, sink.where)
 
 	if cfg.Scenario == ScenarioRetryStorm {
-		if cfg.Ready != nil {
-			cfg.Ready(metricsURL)
-		}
-		rep, err := RunRetryStorm(ctx, reg, cfg.Storm, cfg.Speed, b.println)
-		if err != nil {
-			return err
-		}
-		if cfg.StormResult != nil {
-			cfg.StormResult(rep)
-		}
-		return nil
+		return runStormScenario(runCtx, cfg, reg, b, metricsURL)
 	}
-	return runScripted(ctx, cfg, reg, b, metricsURL)
+	return runScripted(runCtx, cfg, clk, reg, b, metricsURL)
 }
 
-// runScripted runs the three-dependency client against the scripted downstream.
-func runScripted(ctx context.Context, cfg Config, reg *instrument.Registry, b *board, metricsURL string) error {
+// stopReason is the line that ends a run whose context ended with cause.
+func stopReason(cfg Config, cause error) string {
+	if errors.Is(cause, errDurationReached) {
+		return fmt.Sprintf("stormwatch demo: --duration %s reached, stopped cleanly", cfg.Duration)
+	}
+	return "stormwatch demo: interrupted, stopped cleanly"
+}
+
+// runStormScenario replays the retry storm. The replay ends the run, unless Duration is 0: then
+// /metrics stays up until the run is stopped.
+func runStormScenario(ctx context.Context, cfg Config, reg *instrument.Registry, b *board, metricsURL string) error {
+	if cfg.Ready != nil {
+		cfg.Ready(metricsURL)
+	}
+	rep, err := RunRetryStorm(ctx, reg, cfg.Storm, cfg.Speed, b.println)
+	if cfg.StormResult != nil {
+		cfg.StormResult(rep)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Complete() && cfg.Duration == 0 && ctx.Err() == nil {
+		b.println("retry-storm: replay over; /metrics stays up on %s until Ctrl-C", metricsURL)
+		<-ctx.Done()
+	}
+	if ctx.Err() != nil {
+		b.println("%s", stopReason(cfg, context.Cause(ctx)))
+	}
+	return nil
+}
+
+// runScripted runs the three-dependency client against the scripted downstream until ctx ends.
+func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrument.Registry, b *board, metricsURL string) error {
 	sc, err := LookupScenario(cfg.Scenario)
 	if err != nil {
 		return usagef("--scenario: %v", err)
@@ -266,91 +367,99 @@ func runScripted(ctx context.Context, cfg Config, reg *instrument.Registry, b *b
 	}
 	b.println("scenario %s: %s", sc.Name, sc.Summary)
 
-	down := NewDownstream(cfg.Speed, Dependencies...)
+	down := NewDownstream(cfg.Clock, nil, cfg.Speed, Dependencies...)
 	defer down.Close() // runs before the server stop below: hanging handlers return at once
-	dl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
+	base := cfg.Transport
+	downURL := "http://downstream.invalid"
+	if base == nil {
+		dl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		downSrv := serve(dl, down)
+		defer downSrv.stop(time.Second)
+		transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
+		defer transport.CloseIdleConnections()
+		base, downURL = transport, "http://"+downSrv.addr
 	}
-	downSrv := serve(dl, down)
-	defer downSrv.stop(time.Second)
-
-	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
-	defer transport.CloseIdleConnections()
 	deps := make([]*dependency, len(Dependencies))
 	for i, name := range Dependencies {
-		if deps[i], err = newDependency(reg, name, "http://"+downSrv.addr+"/"+name, transport, cfg.Profiles[name], cfg.Speed); err != nil {
+		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, cfg.Profiles[name], cfg.Speed, cfg.Clock); err != nil {
 			return err
 		}
 	}
+
+	start := clk.Now()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	var shed atomic.Uint64
+	var phase atomic.Pointer[string]
+	first := sc.Phases[0].Name
+	phase.Store(&first)
+	applyPhase(sc.Phases[0], down, b)
 	if cfg.Ready != nil {
 		cfg.Ready(metricsURL)
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	var shed atomic.Uint64
-	start := time.Now()
-	var phase atomic.Pointer[string]
-	first := sc.Phases[0].Name
-	phase.Store(&first)
-
 	wg.Add(1)
-	go func() { defer wg.Done(); runScript(runCtx, sc, down, cfg.Speed, start, &phase, b) }()
+	go func() { defer wg.Done(); runScript(loadCtx, clk, sc, down, cfg.Speed, start, &phase, b) }()
 	for _, d := range deps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			load{rate: cfg.Rate * cfg.Speed, maxInFlight: 1000}.run(runCtx, d, func() { shed.Add(1) })
+			call := func(ctx context.Context) { _, _, _ = d.Call(ctx) }
+			load{rate: cfg.Rate * cfg.Speed, maxInFlight: 1000}.run(loadCtx, clk, start, call, func() { shed.Add(1) })
 		}()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); showStatus(runCtx, cfg, deps, start, &phase, b) }()
+	go func() { defer wg.Done(); showStatus(loadCtx, cfg, clk, deps, start, &phase, b) }()
 
 	<-ctx.Done()
-	stop()
+	stopLoad()
 	wg.Wait()
-	b.update(statusBlock(cfg, deps, start, *phase.Load(), nil, 0))
+	b.update(statusBlock(cfg, deps, clk.Now().Sub(start), *phase.Load(), nil, 0))
 	if n := shed.Load(); n > 0 {
 		b.println("%d calls were not started because 1000 were already in flight", n)
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		b.println("stormwatch demo: --duration %s reached", cfg.Duration)
-	} else {
-		b.println("stormwatch demo: interrupted, stopped cleanly")
-	}
+	b.println("%s", stopReason(cfg, context.Cause(ctx)))
 	return nil
 }
 
-// runScript applies the scenario's phases at their (scaled) times.
-func runScript(ctx context.Context, sc Scenario, down *Downstream, speed float64, start time.Time, phase *atomic.Pointer[string], b *board) {
-	for _, p := range sc.Phases {
+// applyPhase sets every dependency's fault of phase p.
+func applyPhase(p Phase, down *Downstream, b *board) {
+	for _, dep := range Dependencies {
+		if err := down.SetFault(dep, p.fault(dep)); err != nil {
+			b.println("demo: %v", err)
+		}
+	}
+}
+
+// runScript applies the scenario's phases after the first at their (scaled) times on clk.
+func runScript(ctx context.Context, clk clock.Clock, sc Scenario, down *Downstream, speed float64, start time.Time, phase *atomic.Pointer[string], b *board) {
+	for _, p := range sc.Phases[1:] {
 		at := start.Add(scaleDuration(p.At, speed))
-		if wait := time.Until(at); wait > 0 {
-			t := time.NewTimer(wait)
+		if wait := at.Sub(clk.Now()); wait > 0 {
+			t := clk.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 		}
-		for _, dep := range Dependencies {
-			if err := down.SetFault(dep, p.fault(dep)); err != nil {
-				b.println("demo: %v", err)
-			}
+		if ctx.Err() != nil {
+			return
 		}
+		applyPhase(p, down, b)
 		name := p.Name
 		phase.Store(&name)
-		if p.At > 0 {
-			b.println("t=%s: %s", p.At, p.Name)
-		}
+		b.println("t=%s: %s", p.At, p.Name)
 	}
 }
 
-// showStatus redraws the status block (TTY, 4×/s) or prints it every cfg.StatusEvery.
-func showStatus(ctx context.Context, cfg Config, deps []*dependency, start time.Time, phase *atomic.Pointer[string], b *board) {
+// showStatus redraws the status block (TTY, 4×/s) or prints it every cfg.StatusEvery, on clk.
+func showStatus(ctx context.Context, cfg Config, clk clock.Clock, deps []*dependency, start time.Time, phase *atomic.Pointer[string], b *board) {
 	every := cfg.StatusEvery
 	if cfg.TTY {
 		every = 250 * time.Millisecond
@@ -359,30 +468,38 @@ func showStatus(ctx context.Context, cfg Config, deps []*dependency, start time.
 	for i, d := range deps {
 		prev[i] = d.counts()
 	}
-	last := time.Now()
-	t := time.NewTicker(every)
-	defer t.Stop()
+	last := start
+	next := start
 	for {
+		// The next line is due one period after the last one that was due; after a stall,
+		// one period from now (missed lines are not printed in a burst).
+		if next = next.Add(every); !next.After(clk.Now()) {
+			next = clk.Now().Add(every)
+		}
+		t := clk.NewTimer(next.Sub(clk.Now()))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case now := <-t.C:
-			// Rates over the last second at least, so a 4×/s redraw does not jitter.
-			b.update(statusBlock(cfg, deps, start, *phase.Load(), prev, now.Sub(last)))
-			if cfg.TTY && now.Sub(last) < time.Second {
-				continue
-			}
-			for i, d := range deps {
-				prev[i] = d.counts()
-			}
-			last = now
+		case <-t.C():
 		}
+		now := clk.Now()
+		// Rates over the last second at least, so a 4×/s redraw does not jitter.
+		b.update(statusBlock(cfg, deps, now.Sub(start), *phase.Load(), prev, now.Sub(last)))
+		if cfg.TTY && now.Sub(last) < time.Second {
+			continue
+		}
+		for i, d := range deps {
+			prev[i] = d.counts()
+		}
+		last = now
 	}
 }
 
-// statusBlock is the header and one line per dependency. prev == nil shows no rates.
-func statusBlock(cfg Config, deps []*dependency, start time.Time, phase string, prev []depCounts, elapsed time.Duration) []string {
-	lines := []string{header(cfg.Scenario, phase, time.Since(start), cfg.Speed), columns(prev == nil)}
+// statusBlock is the header (at wall time since the start) and one line per dependency, with
+// rates over elapsed since prev. prev == nil shows totals instead of rates.
+func statusBlock(cfg Config, deps []*dependency, since time.Duration, phase string, prev []depCounts, elapsed time.Duration) []string {
+	lines := []string{header(cfg.Scenario, phase, since, cfg.Speed), columns(prev == nil)}
 	for i, d := range deps {
 		p := depCounts{}
 		if prev != nil {

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // Fault is what a downstream endpoint does to the requests it receives. Durations are in demo
@@ -71,15 +72,19 @@ type endpoint struct {
 // while requests are in flight.
 type Downstream struct {
 	speed     float64
+	clock     clock.Clock
+	rand      clock.Rand
 	endpoints map[string]*endpoint
 	stop      chan struct{} // closed by Close: hanging handlers return
 	stopOnce  sync.Once
 }
 
 // NewDownstream returns a downstream serving the named endpoints, all healthy. speed divides
-// every duration of the faults set on it.
-func NewDownstream(speed float64, names ...string) *Downstream {
-	d := &Downstream{speed: speed, endpoints: make(map[string]*endpoint, len(names)), stop: make(chan struct{})}
+// every duration of the faults set on it; clk runs the latencies and r draws each request's
+// fault and jitter (nil: the wall clock and math/rand/v2).
+func NewDownstream(clk clock.Clock, r clock.Rand, speed float64, names ...string) *Downstream {
+	d := &Downstream{speed: speed, clock: clock.Or(clk), rand: clock.RandOr(r),
+		endpoints: make(map[string]*endpoint, len(names)), stop: make(chan struct{})}
 	for _, n := range names {
 		e := &endpoint{}
 		h := Healthy
@@ -133,7 +138,7 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.received.Add(1)
 	f := e.fault.Load()
-	x := rand.Float64()
+	x := d.rand.Float64()
 	switch {
 	case x < f.ResetRate:
 		e.reset.Add(1)
@@ -174,16 +179,16 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (d *Downstream) wait(ctx context.Context, latency, jitter time.Duration) bool {
 	t := latency
 	if jitter > 0 {
-		t += time.Duration(rand.Int64N(int64(jitter)))
+		t += time.Duration(d.rand.Float64() * float64(jitter))
 	}
 	t = d.scale(t)
 	if t <= 0 {
 		return true
 	}
-	timer := time.NewTimer(t)
+	timer := d.clock.NewTimer(t)
 	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-timer.C():
 		return true
 	case <-ctx.Done():
 		return false

@@ -3,21 +3,21 @@ package demo_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/stormwatch-go/stormwatch/cmd/stormwatch/internal/demo"
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 
-// Run the steady scenario for a second on a free loopback port, then read the registry: every
-// dependency's breaker is still closed.
+// Run the steady scenario on a free loopback port, and stop it (as Ctrl-C would) once it
+// serves; then read the registry: every dependency's breaker is still closed.
 func ExampleRun() {
 	reg, _ := instrument.NewRegistry()
-	err := demo.Run(context.Background(), demo.Config{
+	ctx, stop := context.WithCancel(context.Background())
+	err := demo.Run(ctx, demo.Config{
 		Listen:   "127.0.0.1:0",
 		Scenario: demo.ScenarioSteady,
-		Duration: time.Second,
 		Registry: reg, // Stdout and Stderr nil: status and retry log discarded
+		Ready:    func(metricsURL string) { stop() },
 	})
 	fmt.Println("err:", err)
 	for _, b := range reg.Breakers() {

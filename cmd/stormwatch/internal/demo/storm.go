@@ -23,8 +23,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
-// StormConfig shapes the retry-storm replay (seed notes INC-01..08, INC-K1), in demo time. The
-// chain is user → order → payment → bank channel, all on 127.0.0.1. The bank channel has a fixed
+// StormConfig shapes the retry-storm replay, in demo time. The chain is user → order → payment → bank channel, all on 127.0.0.1. The bank channel has a fixed
 // pool of workers and a bounded queue (beyond it, it refuses at once, as the exhausted thread
 // pool of the incident did) and keeps working on requests whose caller has given up. At
 // Warmup it turns slow (FaultService per request, "bank maintenance") for Fault, then is healthy
@@ -42,8 +41,8 @@ type StormConfig struct {
 }
 
 // DefaultStormConfig is the replay's default shape: 10 user requests/s against a bank that
-// serves 20/s when healthy (4 workers × 200 ms, half busy — the incident's 500 QPS on a pool of
-// 200) and turns 6 s slow for 10 s.
+// serves 20/s when healthy (4 workers × 200 ms, half busy, as the incident's bank channel was)
+// and turns 6 s slow for 10 s.
 func DefaultStormConfig() StormConfig {
 	return StormConfig{
 		Rate: 10, Warmup: 3 * time.Second, Fault: 10 * time.Second, Observe: 30 * time.Second,
@@ -92,31 +91,58 @@ type StormResult struct {
 	Users, Real, Degraded, Failed int
 }
 
-// StormReport holds both setups' results.
+// StormReport holds both setups' results. A replay stopped early (Ctrl-C, --duration) has only
+// the setups it finished: see Complete.
 type StormReport struct {
 	Naive, Stormwatch StormResult
+	// Measured counts the setups that ran to their end: 0, 1 (naive) or 2.
+	Measured int
 }
+
+// Complete reports whether both setups were measured.
+func (r StormReport) Complete() bool { return r.Measured == 2 }
 
 // RunRetryStorm replays the incident twice — naive per-layer retries, then stormwatch — and
 // prints both results side by side with println. The stormwatch setup's primitives are
 // registered in reg (names "payment-service" and "bank-channel") and so exported on /metrics.
+//
+// When ctx ends first, the replay stops (its calls are cancelled), RunRetryStorm prints what it
+// measured so far and returns the partial report with a nil error: stopping is not a failure.
+// Errors are runtime failures, such as no free loopback port.
 func RunRetryStorm(ctx context.Context, reg *instrument.Registry, cfg StormConfig, speed float64, println func(string, ...any)) (StormReport, error) {
 	cfg = cfg.withDefaults()
 	var rep StormReport
 	println("retry-storm: user → order → payment → bank channel; the bank turns slow (%s per request) for %s after %s", cfg.FaultService, cfg.Fault, cfg.Warmup)
 	println("retry-storm: 1/2 naive: 3 attempts at order→payment and at payment→bank, no budget, no breaker (%s demo time)…", cfg.Warmup+cfg.Fault+cfg.Observe)
-	var err error
-	if rep.Naive, err = runStorm(ctx, SetupNaive, reg, cfg, speed); err != nil {
-		return rep, err
+	res, done, err := runStorm(ctx, SetupNaive, reg, cfg, speed)
+	if err != nil || !done {
+		return rep, stormStopped(rep, err, println)
 	}
+	rep.Naive, rep.Measured = res, 1
 	println("retry-storm: 2/2 stormwatch: one retry layer (2 attempts, 10%% budget, deadline) + breakers + bulkhead + timeouts + do-not-retry…")
-	if rep.Stormwatch, err = runStorm(ctx, SetupStormwatch, reg, cfg, speed); err != nil {
-		return rep, err
+	res, done, err = runStorm(ctx, SetupStormwatch, reg, cfg, speed)
+	if err != nil || !done {
+		return rep, stormStopped(rep, err, println)
 	}
+	rep.Stormwatch, rep.Measured = res, 2
 	for _, l := range rep.Table() {
 		println("%s", l)
 	}
 	return rep, nil
+}
+
+// stormStopped reports a replay that ended early: err, or the run was stopped.
+func stormStopped(rep StormReport, err error, println func(string, ...any)) error {
+	if err != nil {
+		return err
+	}
+	switch rep.Measured {
+	case 0:
+		println("retry-storm: stopped during the naive setup: nothing measured")
+	case 1:
+		println("retry-storm: stopped during the stormwatch setup; the naive setup measured %.2f× bank requests per user request", rep.Naive.Amplification)
+	}
+	return nil
 }
 
 // Table renders the report side by side.
@@ -235,17 +261,28 @@ func constKey(name string) func(*http.Request) string {
 	return func(*http.Request) string { return name }
 }
 
-// runStorm runs one setup and measures it.
-func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg StormConfig, speed float64) (StormResult, error) {
+// runStorm runs one setup and measures it. done is false when ctx ended first (the result is
+// then empty); err is a runtime failure.
+func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg StormConfig, speed float64) (res StormResult, done bool, err error) {
 	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
 	total := cfg.Warmup + cfg.Fault + cfg.Observe
 	wallRate := cfg.Rate * speed
 	n := int(wallRate*s(total).Seconds()) + 1
 
 	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
 	stopCh := make(chan struct{})
-	defer close(stopCh)
+	var servers []*server
+	transport := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second}
+	defer func() {
+		// Cancel what still runs, release the bank's waiting handlers, then stop the servers
+		// (callers first) and close the idle connections.
+		stop()
+		close(stopCh)
+		for i := len(servers) - 1; i >= 0; i-- {
+			servers[i].stop(500 * time.Millisecond)
+		}
+		transport.CloseIdleConnections()
+	}()
 
 	bk := &bank{
 		workers: make(chan struct{}, cfg.BankWorkers), admitted: make(chan struct{}, cfg.BankWorkers+cfg.BankQueue),
@@ -253,12 +290,6 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 	}
 	bk.service.Store(int64(s(cfg.BankService)))
 
-	var servers []*server
-	defer func() {
-		for i := len(servers) - 1; i >= 0; i-- {
-			servers[i].stop(500 * time.Millisecond)
-		}
-	}()
 	listen := func(h http.Handler) (string, error) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -268,13 +299,11 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 		servers = append(servers, srv)
 		return "http://" + srv.addr + "/", nil
 	}
-	transport := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second}
-	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
 
 	bankURL, err := listen(bk)
 	if err != nil {
-		return StormResult{}, err
+		return StormResult{}, false, err
 	}
 	toBank := &stormLayer{url: bankURL, client: client}
 	var payment http.HandlerFunc
@@ -302,14 +331,14 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 				Timeout:  &timeout.Config{Timeout: s(time.Second)},
 			}))
 		if err != nil {
-			return StormResult{}, err
+			return StormResult{}, false, err
 		}
 		toBank.client = &http.Client{Transport: bankTr}
 		payment = func(w http.ResponseWriter, r *http.Request) {
 			_, err := toBank.send(r.Context(), r.Header.Get(requestIDHeader))
 			if err != nil {
 				// Our own refusals (breaker open, bulkhead full) tell the caller not to retry
-				// (RT-23): retrying them at once only adds load.
+				// (the do-not-retry signal): retrying them at once only adds load.
 				if errors.Is(err, breaker.ErrOpen) || errors.Is(err, bulkhead.ErrFull) {
 					w.Header().Set(retry.DoNotRetryHeader, "true")
 				}
@@ -325,7 +354,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 	}
 	paymentURL, err := listen(paymentHandler)
 	if err != nil {
-		return StormResult{}, err
+		return StormResult{}, false, err
 	}
 
 	toPayment := &stormLayer{url: paymentURL, client: client}
@@ -356,7 +385,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 					Body: io.NopCloser(strings.NewReader(pending)), ContentLength: int64(len(pending))}, nil
 			}))
 		if err != nil {
-			return StormResult{}, err
+			return StormResult{}, false, err
 		}
 		toPayment.client = &http.Client{Transport: payTr, Timeout: s(4 * time.Second)} // the call's deadline
 	}
@@ -384,7 +413,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 	})
 	orderURL, err := listen(order)
 	if err != nil {
-		return StormResult{}, err
+		return StormResult{}, false, err
 	}
 
 	// The users: an open loop of requests at the wall rate, each bounded in time.
@@ -459,14 +488,11 @@ loop:
 		}
 		t.Stop()
 	}
-	if err := ctx.Err(); err != nil {
-		return StormResult{Setup: setup}, err
-	}
-	if firstFault < 0 || firstAfter < 0 {
-		return StormResult{Setup: setup}, fmt.Errorf("retry-storm: the run ended before the fault was over")
+	if ctx.Err() != nil || firstFault < 0 || firstAfter < 0 {
+		return StormResult{Setup: setup}, false, nil // stopped before the replay was over
 	}
 
-	res := StormResult{Setup: setup, Observed: cfg.Observe}
+	res = StormResult{Setup: setup, Observed: cfg.Observe}
 	m := int(issued.Load())
 	for i := 0; i < m; i++ {
 		o := outcomes[i]
@@ -512,5 +538,5 @@ loop:
 		res.Recovered = true
 		res.TimeToRecover = time.Duration(recovered) * time.Second
 	}
-	return res, nil
+	return res, true, nil
 }

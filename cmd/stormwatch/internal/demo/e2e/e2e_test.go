@@ -14,19 +14,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/stormwatch-go/stormwatch/internal/e2eprom"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
 	outageJob = "demo-outage"
@@ -68,34 +64,6 @@ func rulesConfig() string {
 		}
 	}
 	return b.String()
-}
-
-var client = e2eprom.NewClient(10 * time.Second)
-
-var metricsURL = regexp.MustCompile(`metrics on (http://(127\.0\.0\.1:\d+)/metrics)`)
-
-// startDemo runs `stormwatch demo` on addr and returns it with the time it started serving
-// /metrics (the start of its script).
-func startDemo(t *testing.T, dir, bin, name, addr string, args ...string) (*e2eprom.Process, time.Time) {
-	t.Helper()
-	lines := make(chan string, 256)
-	p := e2eprom.Start(t, e2eprom.Command{Name: name, Dir: dir, Bin: bin, Lines: lines,
-		Args:       append([]string{"demo", "--listen", addr, "--log-format", "json"}, args...),
-		StopSignal: syscall.SIGINT, StopGrace: 10 * time.Second})
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case l := <-lines:
-			if m := metricsURL.FindStringSubmatch(l); m != nil {
-				started := time.Now()
-				require.Equal(t, addr, m[2])
-				e2eprom.WaitHTTP(t, client, m[1], time.Now().Add(10*time.Second), p)
-				return p, started
-			}
-		case <-timeout:
-			t.Fatalf("%s printed no metrics URL:\n%s", name, p.Tail(20))
-		}
-	}
 }
 
 // panelQuery is one PromQL query of a generated dashboard.
@@ -213,24 +181,23 @@ func hasData(prom e2eprom.API, expr string, from, to time.Time) (bool, error) {
 	return false, nil
 }
 
-// TestDemoOnRealPrometheus is the end-to-end proof of issue 7: a real Prometheus 3.16 scrapes
-// `stormwatch demo --scenario outage` (sped up ×1.5) and `stormwatch demo --scenario steady`
-// every second and evaluates the rules `stormwatch generate` wrote (every `for` shortened to
-// 2s or 10s). The outage must fire CircuitBreakerStuckOpen, RetryRateHigh and
-// FallbackSustained, all three must resolve after recovery, the steady demo must never have a
-// firing alert, and every query of the generated dashboards must return data during the
-// outage.
+// TestDemoOnRealPrometheus is the end-to-end proof of the demo's alerts: a real Prometheus
+// 3.16 scrapes `stormwatch demo --scenario outage` (sped up ×1.5) and `stormwatch demo
+// --scenario steady` every second — a fleet of two demos, one job each — and evaluates the rules
+// `stormwatch generate` wrote (every `for` shortened to 2s or 10s). The outage must fire
+// CircuitBreakerStuckOpen, RetryRateHigh and FallbackSustained, all three must resolve after
+// recovery, the steady demo must never have a firing alert, and every query of the generated
+// dashboards must return data during the outage.
 func TestDemoOnRealPrometheus(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	root := e2eprom.ModuleRoot(t)
 	prometheusBin := e2eprom.PrometheusBin(t, root)
 	dir := t.TempDir() // removed with everything in it, the TSDB included
 
-	bin := e2eprom.Build(t, root, dir, "stormwatch", "./cmd/stormwatch")
-
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "stormwatch.yaml"), []byte(rulesConfig()), 0o644))
 	for _, what := range []string{"rules", "dashboards"} {
-		gen := exec.Command(bin, "generate", what, "-c", "stormwatch.yaml", "-o", "out")
+		gen := exec.Command(stormwatchBin, "generate", what, "-c", "stormwatch.yaml", "-o", "out")
 		gen.Dir = dir
 		out, err := gen.CombinedOutput()
 		require.NoError(t, err, "stormwatch generate %s: %s", what, out)
@@ -238,23 +205,21 @@ func TestDemoOnRealPrometheus(t *testing.T) {
 	queries := dashboardQueries(t, filepath.Join(dir, "out", "dashboards"))
 	t.Logf("%d dashboard queries", len(queries))
 
-	// Prometheus first, so that it scrapes the demos from their first second.
-	outageAddr := fmt.Sprintf("127.0.0.1:%d", e2eprom.FreePort(t))
-	steadyAddr := fmt.Sprintf("127.0.0.1:%d", e2eprom.FreePort(t))
-	server, prom := e2eprom.StartPrometheus(t, e2eprom.Server{
-		Bin:      prometheusBin,
-		Dir:      dir,
+	fleet := e2eprom.StartFleet(t, e2eprom.FleetConfig{
+		Stormwatch: stormwatchBin, Prometheus: prometheusBin, Dir: dir,
 		RuleFile: filepath.Join(dir, "out", "stormwatch-rules.yaml"),
-		Jobs:     []e2eprom.Job{{Name: outageJob, Target: outageAddr}, {Name: steadyJob, Target: steadyAddr}},
-		Client:   client,
+		Demos: []e2eprom.DemoSpec{
+			{Job: steadyJob, Args: []string{"--scenario", "steady", "--duration", "10m"}},
+			{Job: outageJob, Args: []string{"--scenario", "outage", "--speed", strconv.FormatFloat(speed, 'f', -1, 64), "--duration", "10m"}},
+		},
+		Client: client,
 	}, time.Now().Add(60*time.Second))
-
-	steady, _ := startDemo(t, dir, bin, "demo-steady", steadyAddr, "--scenario", "steady", "--duration", "10m")
-	outage, outageStarted := startDemo(t, dir, bin, "demo-outage", outageAddr,
-		"--scenario", "outage", "--speed", strconv.FormatFloat(speed, 'f', -1, 64), "--duration", "10m")
+	prom := fleet.API
+	outage := fleet.Demo(t, outageJob)
+	outageStarted, outageAddr := outage.Started, outage.Addr
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range []*e2eprom.Process{server, outage, steady} {
+			for _, p := range append([]*e2eprom.Process{fleet.Prometheus}, outage.Process, fleet.Demo(t, steadyJob).Process) {
 				t.Logf("--- %s output (tail) ---\n%s", p.Name, p.Tail(15))
 			}
 		}
@@ -348,9 +313,6 @@ func TestDemoOnRealPrometheus(t *testing.T) {
 	t.Logf("alerts seen:\n  %s", strings.Join(kinds, "\n  "))
 	assert.Greater(t, firedAt["CircuitBreakerStuckOpen"], faultStart+15*time.Second, "stuck open only after the 15s threshold")
 
-	for _, p := range []*e2eprom.Process{server, outage, steady} {
-		assert.NoError(t, p.Stop(t), "%s exit:\n%s", p.Name, p.Tail(10))
-	}
-	client.CloseIdleConnections()
+	assert.NoError(t, fleet.Stop(t), "the demos exit 0 on SIGINT")
 	t.Logf("e2e wall time %s", time.Since(began).Round(time.Second))
 }

@@ -64,9 +64,10 @@ type epoch struct {
 	until   int64 // open: end of the open period
 	period  int64 // open: drawn length of the open period
 	tripped int64 // start of the not-closed episode; -1 when none (closed, disabled, metrics_only)
-	cause   catalog.TripCause // the trip that began the episode (when tripped >= 0)
 	reTrips int   // consecutive half_open→open re-trips in this episode (open-duration growth)
 	win     window
+
+	cause catalog.TripCause // the trip that began the episode (when tripped >= 0)
 
 	probes              atomic.Int32 // half-open permits taken
 	hoOK, hoFail, hoSlw atomic.Int32 // half-open probe results

@@ -140,4 +140,3 @@ func (b Backoff) Delay(n int, prev time.Duration, rnd clock.Rand) time.Duration 
 	}
 	return time.Duration(d)
 }
-

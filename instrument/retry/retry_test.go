@@ -613,7 +613,9 @@ func TestResultPredicate(t *testing.T) {
 
 func TestClassifyOverrideCannotRetryRejections(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		c.Classify = func(error, bool) classify.Verdict { return classify.Verdict{Retryable: true, Class: catalog.Class(200)} }
+		c.Classify = func(error, bool) classify.Verdict {
+			return classify.Verdict{Retryable: true, Class: catalog.Class(200)}
+		}
 	})
 	calls := 0
 	_ = f.do(context.Background(), func(context.Context) error { calls++; return fakeRejection{} })

@@ -137,16 +137,28 @@ func (s *Snapshot) Native() map[int]int64 {
 // buckets whose upper bound does not exceed it.
 func (s *Snapshot) Cumulative(bounds []float64) map[float64]uint64 {
 	out := make(map[float64]uint64, len(bounds))
+	s.each(bounds, func(j int, cum uint64) { out[bounds[j]] = cum })
+	return out
+}
+
+// CumulativeTo is [Snapshot.Cumulative] without the map: counts[j] receives the observations ≤
+// bounds[j]. counts must be at least as long as bounds. It allocates nothing.
+func (s *Snapshot) CumulativeTo(bounds []float64, counts []uint64) {
+	_ = counts[:len(bounds)]
+	s.each(bounds, func(j int, cum uint64) { counts[j] = cum })
+}
+
+// each calls f with each bound's index and cumulative count.
+func (s *Snapshot) each(bounds []float64, f func(j int, cum uint64)) {
 	cum := s.ZeroCount
 	i := 0
-	for _, b := range bounds {
+	for j, b := range bounds {
 		for i < NumBuckets && upper(FirstKey+i) <= b {
 			cum += s.Buckets[i]
 			i++
 		}
-		out[b] = cum
+		f(j, cum)
 	}
-	return out
 }
 
 // upper returns the upper bound, in seconds, of native bucket key.

@@ -85,6 +85,12 @@ func TestCumulativeIsExactOnPowerOfTwoBounds(t *testing.T) {
 		}
 		assert.Equal(t, want, got[b], "le=%v", b)
 	}
+	counts := make([]uint64, len(bounds))
+	s.CumulativeTo(bounds, counts)
+	for j, b := range bounds {
+		assert.Equal(t, got[b], counts[j], "CumulativeTo agrees with Cumulative at le=%v", b)
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.CumulativeTo(bounds, counts) }))
 	assert.Equal(t, uint64(len(obs)), s.Count)
 	assert.Nil(t, (&Snapshot{}).Native())
 }

@@ -137,31 +137,37 @@ func (s *Snapshot) Native() map[int]int64 {
 // buckets whose upper bound does not exceed it.
 func (s *Snapshot) Cumulative(bounds []float64) map[float64]uint64 {
 	out := make(map[float64]uint64, len(bounds))
-	s.each(bounds, func(j int, cum uint64) { out[bounds[j]] = cum })
+	cum := s.ZeroCount
+	i := 0
+	for _, b := range bounds {
+		for i < NumBuckets && uppers[i] <= b {
+			cum += s.Buckets[i]
+			i++
+		}
+		out[b] = cum
+	}
 	return out
 }
 
 // CumulativeTo is [Snapshot.Cumulative] without the map: counts[j] receives the observations ≤
 // bounds[j]. counts must be at least as long as bounds. It allocates nothing.
 func (s *Snapshot) CumulativeTo(bounds []float64, counts []uint64) {
-	_ = counts[:len(bounds)]
-	s.each(bounds, func(j int, cum uint64) { counts[j] = cum })
-}
-
-// each calls f with each bound's index and cumulative count.
-func (s *Snapshot) each(bounds []float64, f func(j int, cum uint64)) {
+	counts = counts[:len(bounds)]
 	cum := s.ZeroCount
 	i := 0
 	for j, b := range bounds {
-		for i < NumBuckets && upper(FirstKey+i) <= b {
+		for i < NumBuckets && uppers[i] <= b {
 			cum += s.Buckets[i]
 			i++
 		}
-		f(j, cum)
+		counts[j] = cum
 	}
 }
 
-// upper returns the upper bound, in seconds, of native bucket key.
-func upper(key int) float64 {
-	return math.Exp2(float64(key) / perOctave)
-}
+// uppers are the upper bounds, in seconds, of Snapshot.Buckets.
+var uppers = func() (out [NumBuckets]float64) {
+	for i := range out {
+		out[i] = math.Exp2(float64(FirstKey+i) / perOctave)
+	}
+	return out
+}()

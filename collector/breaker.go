@@ -11,7 +11,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
-	"github.com/stormwatch-go/stormwatch/instrument/histogram"
 )
 
 // breakerPart exports every circuitbreaker metric of the catalog for every breaker in the
@@ -27,9 +26,9 @@ import (
 //
 // Scraping 10,000 breakers is dominated by client_golang's own per-series work, so this part
 // keeps its share small: the label pairs and the prometheus.Metric objects of a breaker are
-// built once, the first time a scrape sees it. Each scrape takes one Snapshot per breaker, and
-// every series of the breaker reads its value from that snapshot into the dto message (one
-// allocation per series). Series are sent family by family in label order, so the registry's
+// built once, the first time a scrape sees it. Each scrape takes one Snapshot per breaker and
+// keeps what it exports in a compact reading (one allocation per breaker); every series of the
+// breaker reads its value from that reading into the dto message (one allocation per series). Series are sent family by family in label order, so the registry's
 // sort finds them already sorted.
 type breakerPart struct {
 	reg *instrument.Registry
@@ -141,9 +140,9 @@ type breakerSeries struct {
 	p      *breakerPart
 	b      *breaker.Breaker
 	labels []*dto.LabelPair // every metric's label pairs, back to back
-	// snap is the breaker's snapshot taken by the latest collect. Concurrent scrapes may read a
-	// slightly newer one than their own; every snapshot is immutable once stored.
-	snap atomic.Pointer[breaker.Snapshot]
+	// read is what the latest collect read of the breaker. Concurrent scrapes may see a slightly
+	// newer reading than their own; every reading is immutable once stored.
+	read atomic.Pointer[breakerReading]
 
 	state       [catalog.NumStates]breakerMetric // in sortedStates order
 	transitions []breakerMetric                  // in transitionPairs order
@@ -268,9 +267,8 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
 	for _, s := range all {
-		sn := new(breaker.Snapshot)
-		*sn = s.b.Snapshot()
-		s.snap.Store(sn)
+		sn := s.b.Snapshot()
+		s.read.Store(newBreakerReading(&sn))
 	}
 	for _, s := range all {
 		for i := range s.state {
@@ -295,7 +293,7 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range sortedDurationKinds {
 		for _, s := range all {
-			if s.snap.Load().DurationsRecorded {
+			if s.read.Load().durationsRecorded {
 				ch <- &s.duration[i]
 			}
 		}
@@ -313,40 +311,75 @@ func (m *breakerMetric) Desc() *prometheus.Desc { return m.s.p.descs[m.read] }
 // Write implements prometheus.Metric: it reads the breaker's latest snapshot.
 func (m *breakerMetric) Write(out *dto.Metric) error {
 	out.Label = m.s.labels[m.lo:m.hi:m.hi]
-	sn := m.s.snap.Load()
+	r := m.s.read.Load()
 	switch m.read {
 	case readState:
 		v := 0.0
-		if sn.State == catalog.State(m.x) {
+		if r.state == catalog.State(m.x) {
 			v = 1
 		}
 		out.Gauge = gaugeOf(v)
 	case readTransitions:
-		out.Counter = counterOf(float64(sn.Transitions[m.x][m.y]))
-	case readTripped:
-		v := 0.0
-		if t := sn.TrippedSince; !t.IsZero() {
-			v = float64(t.UnixNano()) / 1e9
-		}
-		out.Gauge = gaugeOf(v)
+		out.Counter = counterOf(float64(r.transitions[m.x][m.y]))
 	case readCalls:
-		out.Counter = counterOf(float64(sn.Calls[m.x]))
-	case readNotPermitted:
-		out.Counter = counterOf(float64(sn.NotPermitted))
+		out.Counter = counterOf(float64(r.calls[m.x]))
 	case readDuration:
-		out.Histogram = histogramOf(&sn.Durations[m.x])
-	case readFailureRate:
-		out.Gauge = gaugeOf(sn.FailureRate)
-	case readSlowRate:
-		out.Gauge = gaugeOf(sn.SlowCallRate)
-	case readFailureThreshold:
-		out.Gauge = gaugeOf(sn.FailureRateThreshold)
-	case readSlowThreshold:
-		out.Gauge = gaugeOf(sn.SlowCallRateThreshold)
-	case readOpenDuration:
-		out.Gauge = gaugeOf(sn.OpenDuration.Seconds())
+		out.Histogram = histogramOf(&r.durations[m.x])
+	case readTripped, readNotPermitted, readFailureRate, readSlowRate, readFailureThreshold,
+		readSlowThreshold, readOpenDuration:
+		v := r.singles[m.read]
+		if m.read == readNotPermitted {
+			out.Counter = counterOf(v)
+		} else {
+			out.Gauge = gaugeOf(v)
+		}
 	}
 	return nil
+}
+
+// breakerReading is what one scrape exports of one breaker, taken from its Snapshot: the
+// counters indexed by the catalog values, the classic duration histograms with their
+// cumulative counts, and the values of the unlabelled series. It is a third of a Snapshot's
+// size (the native histogram buckets are folded into the classic ones once, here).
+type breakerReading struct {
+	state             catalog.State
+	durationsRecorded bool
+	transitions       [catalog.NumStates][catalog.NumStates]uint64
+	calls             [catalog.NumCallKinds]uint64
+	durations         [len(catalog.DurationKinds)]classicHistogram
+	singles           [numReads]float64 // the unlabelled series' values, by read kind
+}
+
+// classicHistogram is a call duration histogram in classic buckets (catalog.DurationBuckets).
+type classicHistogram struct {
+	count uint64
+	sum   float64
+	cum   [catalog.NumDurationBuckets]uint64
+}
+
+func newBreakerReading(sn *breaker.Snapshot) *breakerReading {
+	r := &breakerReading{state: sn.State, durationsRecorded: sn.DurationsRecorded,
+		transitions: sn.Transitions, calls: sn.Calls}
+	for _, k := range catalog.DurationKinds {
+		d := &sn.Durations[k]
+		h := &r.durations[k]
+		h.count, h.sum = d.Count, d.Sum
+		d.CumulativeTo(durationBounds[:], h.cum[:])
+	}
+	var tripped float64
+	if !sn.TrippedSince.IsZero() {
+		tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
+	}
+	r.singles = [numReads]float64{
+		readTripped:          tripped,
+		readNotPermitted:     float64(sn.NotPermitted),
+		readFailureRate:      sn.FailureRate,
+		readSlowRate:         sn.SlowCallRate,
+		readFailureThreshold: sn.FailureRateThreshold,
+		readSlowThreshold:    sn.SlowCallRateThreshold,
+		readOpenDuration:     sn.OpenDuration.Seconds(),
+	}
+	return r
 }
 
 // Value boxes: the dto message and the value it points to in one allocation.
@@ -381,24 +414,21 @@ var durationBounds = func() (out [catalog.NumDurationBuckets]float64) {
 
 type histogramBox struct {
 	h       dto.Histogram
-	count   uint64
-	sum     float64
 	buckets [catalog.NumDurationBuckets]dto.Bucket
 	ptrs    [catalog.NumDurationBuckets]*dto.Bucket
-	cum     [catalog.NumDurationBuckets]uint64
 }
 
-// histogramOf builds the classic histogram of a call duration snapshot in one allocation.
-func histogramOf(d *histogram.Snapshot) *dto.Histogram {
-	bx := &histogramBox{count: d.Count, sum: d.Sum}
-	d.CumulativeTo(durationBounds[:], bx.cum[:])
+// histogramOf builds the dto of a classic duration histogram in one allocation; the counts stay
+// in the (immutable) reading.
+func histogramOf(c *classicHistogram) *dto.Histogram {
+	bx := &histogramBox{}
 	for i := range bx.buckets {
-		bx.buckets[i].CumulativeCount = &bx.cum[i]
+		bx.buckets[i].CumulativeCount = &c.cum[i]
 		bx.buckets[i].UpperBound = &durationBounds[i]
 		bx.ptrs[i] = &bx.buckets[i]
 	}
-	bx.h.SampleCount = &bx.count
-	bx.h.SampleSum = &bx.sum
+	bx.h.SampleCount = &c.count
+	bx.h.SampleSum = &c.sum
 	bx.h.Bucket = bx.ptrs[:]
 	return &bx.h
 }

@@ -61,7 +61,11 @@ func (h *Histogram) Observe(d time.Duration) {
 		d = 0
 	}
 	h.sum.Add(int64(d))
-	i, ok := index(d.Seconds())
+	if d <= zeroThresholdNs { // the zero bucket, decided without floating point
+		h.zero.Add(1)
+		return
+	}
+	i, ok := index(float64(d) / 1e9) // one division: exact at the power-of-two bounds
 	if !ok {
 		h.zero.Add(1)
 		return
@@ -69,13 +73,20 @@ func (h *Histogram) Observe(d time.Duration) {
 	h.buckets[i].Add(1)
 }
 
+// zeroThresholdNs is the longest duration, in whole nanoseconds, that counts in the zero bucket.
+var zeroThresholdNs = time.Duration(math.Floor(ZeroThreshold * 1e9))
+
 // index returns the position in buckets of the native bucket holding v seconds, or false for
 // the zero bucket. Values above the highest bucket count in it.
 func index(v float64) (int, bool) {
 	if v <= ZeroThreshold {
 		return 0, false
 	}
-	frac, exp := math.Frexp(v) // v = frac·2^exp, frac in [0.5, 1)
+	// v = frac·2^exp, frac in [0.5, 1): math.Frexp for a positive normal v (v > ZeroThreshold),
+	// without its special cases.
+	bits := math.Float64bits(v)
+	exp := int(bits>>52&0x7ff) - 1022
+	frac := math.Float64frombits(bits&^(0x7ff<<52) | 1022<<52)
 	k := 0
 	for k < perOctave-1 && frac > octaveBounds[k] {
 		k++

@@ -1,6 +1,7 @@
 package instrument
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -251,7 +252,7 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 	if cfg.Retry != nil {
 		rc := *cfg.Retry
 		if rc.MinAttemptTime == 0 && cfg.Timeout != nil {
-			rc.MinAttemptTime = cfg.Timeout.Timeout
+			rc.MinAttemptTime = cmp.Or(cfg.Timeout.Timeout, timeout.DefaultTimeout)
 		}
 		if p.retry, err = r.Retry(name, rc); err != nil {
 			return nil, err

@@ -456,6 +456,14 @@ func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	assert.Equal(t, uint64(1), reg.Overflowed(catalog.CircuitBreaker))
 	assert.Equal(t, uint64(1), reg.Overflowed(catalog.Retry))
 
+	// A zero Timeout layer has the default limit, and so does MinAttemptTime.
+	reg2, err := NewRegistry()
+	require.NoError(t, err)
+	z, err := reg2.Pipeline("zero-timeout", PipelineConfig{Retry: &retry.Config{}, Timeout: &timeout.Config{}})
+	require.NoError(t, err)
+	assert.Equal(t, timeout.DefaultTimeout, z.Timeout().Config().Timeout)
+	assert.Equal(t, timeout.DefaultTimeout, z.Retry().Config().MinAttemptTime)
+
 	none, err := reg.Pipeline("plain", PipelineConfig{})
 	require.NoError(t, err)
 	assert.Nil(t, none.Retry())

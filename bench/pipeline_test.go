@@ -26,7 +26,7 @@ import (
 // from a registry scraped in the background.
 
 func benchPipelineConfig(breakerCfg breaker.Config) instrument.PipelineConfig {
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	return instrument.PipelineConfig{
 		Retry:    &rc,
 		Breaker:  &breakerCfg,

@@ -11,6 +11,7 @@ import (
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/retrylog"
@@ -24,7 +25,7 @@ func BenchmarkRetryFirstAttemptSuccess(b *testing.B) {
 	ctx := context.Background()
 
 	b.Run("stormwatch/Do", func(b *testing.B) {
-		r, err := scrapedRegistry(b).Retry("bench", retry.DefaultConfig())
+		r, err := scrapedRegistry(b).Retry("bench", retry.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func BenchmarkRetryFirstAttemptSuccess(b *testing.B) {
 	})
 
 	b.Run("stormwatch/Call", func(b *testing.B) {
-		r, err := scrapedRegistry(b).Retry("bench", retry.DefaultConfig())
+		r, err := scrapedRegistry(b).Retry("bench", retry.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -91,9 +92,9 @@ func BenchmarkRetryLogLine(b *testing.B) {
 		MaxAttempts: 5,
 		Elapsed:     3120 * time.Millisecond,
 		Delay:       1740 * time.Millisecond,
-		DelaySource: retry.SourceBackoff,
-		ErrorClass:  "timeout",
-		Outcome:     retry.OutcomeRetrying,
+		DelaySource: catalog.SourceBackoff,
+		ErrorClass:  catalog.ClassTimeout,
+		Outcome:     catalog.OutcomeRetrying,
 		At:          time.Date(2026, 11, 30, 9, 14, 2, 0, time.UTC),
 	}
 	b.Run("json", func(b *testing.B) {
@@ -112,7 +113,7 @@ func BenchmarkRetryLogLine(b *testing.B) {
 			b.Fatal(err)
 		}
 		e := ev
-		e.HTTPStatus, e.ErrorClass, e.DelaySource = 503, "http_5xx", retry.SourceRetryAfter
+		e.HTTPStatus, e.ErrorClass, e.DelaySource = 503, catalog.ClassHTTP5xx, catalog.SourceRetryAfter
 		b.ReportAllocs()
 		for b.Loop() {
 			l.Log(e)

@@ -68,23 +68,23 @@ func vecGatherer(b testing.TB, n int) prometheus.Gatherer {
 	pr := prometheus.NewRegistry()
 	pr.MustRegister(state, transitions, tripped, calls, notPermitted, duration, failureRate, slowRate, failureThr, slowThr, openDur)
 	for _, nm := range breakerNames(n) {
-		for _, s := range breaker.States() {
+		for _, s := range catalog.States {
 			v := 0.0
-			if s == breaker.Closed {
+			if s == catalog.StateClosed {
 				v = 1
 			}
 			state.WithLabelValues(nm, s.String()).Set(v)
-			for _, to := range breaker.States() {
+			for _, to := range catalog.States {
 				if breaker.CanTransition(s, to) {
 					transitions.WithLabelValues(nm, s.String(), to.String())
 				}
 			}
 		}
 		tripped.WithLabelValues(nm).Set(0)
-		for _, k := range breaker.CallKinds() {
+		for _, k := range catalog.CallKinds {
 			calls.WithLabelValues(nm, k.String())
 		}
-		calls.WithLabelValues(nm, breaker.Successful.String()).Inc()
+		calls.WithLabelValues(nm, catalog.CallSuccessful.String()).Inc()
 		notPermitted.WithLabelValues(nm)
 		duration.WithLabelValues(nm, "successful").Observe(0.001)
 		duration.WithLabelValues(nm, "failed")

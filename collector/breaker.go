@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -14,19 +16,20 @@ import (
 // breakerPart exports every circuitbreaker metric of the catalog for every breaker in the
 // registry.
 //
-// Every counter label value that can occur starts at 0: all five call kinds, both duration
-// kinds, and the 23 transition pairs for which breaker.CanTransition holds — the automatic
-// closed→open, open→half_open, half_open→closed and half_open→open, and the manual moves from
-// every other state to closed (Reset), forced_open, disabled and metrics_only. The pairs that
-// cannot occur (a state to itself, closed→half_open, and forced_open, disabled or metrics_only
-// to open or half_open) are not exported. The duration histogram is exported only while the
-// breaker records it (Config.DisableDurationHistogram unset).
+// Every counter label value that can occur starts at 0: all call kinds, both duration kinds, and
+// the transition pairs for which breaker.CanTransition holds — the automatic closed→open,
+// open→half_open, half_open→closed and half_open→open, and the manual moves from every other
+// state to closed (Reset), forced_open, disabled and metrics_only. The pairs that cannot occur (a
+// state to itself, closed→half_open, and forced_open, disabled or metrics_only to open or
+// half_open) are not exported. The duration histogram is exported only while the breaker
+// records it (Config.DisableDurationHistogram unset). Trips by cause are not exported (yet).
 //
 // Scraping 10,000 breakers is dominated by client_golang's own per-series work, so this part
 // keeps its share small: the label pairs and the prometheus.Metric objects of a breaker are
-// built once, the first time a scrape sees it, and each scrape only reads the breaker's atomics
-// into the dto messages (one allocation per series). Series are sent family by family in label
-// order, so the registry's sort finds them already sorted.
+// built once, the first time a scrape sees it. Each scrape takes one Snapshot per breaker and
+// keeps what it exports in a compact reading (one allocation per breaker); every series of the
+// breaker reads its value from that reading into the dto message (one allocation per series). Series are sent family by family in label order, so the registry's
+// sort finds them already sorted.
 type breakerPart struct {
 	reg *instrument.Registry
 
@@ -34,7 +37,6 @@ type breakerPart struct {
 	failureRate, slowRate, failureThreshold, slowThreshold     *prometheus.Desc
 	openDuration                                               *prometheus.Desc
 	descs                                                      [numReads]*prometheus.Desc // by read kind
-	bounds                                                     [breaker.NumDurationBuckets]float64
 
 	mu     sync.Mutex
 	series map[*breaker.Breaker]*breakerSeries
@@ -46,23 +48,28 @@ type breakerPart struct {
 
 // Label values in the order the registry sorts them (lexicographic).
 var (
-	sortedStates    = sortedBy(breaker.States(), func(s breaker.State) string { return s.String() })
-	sortedCallKinds = sortedBy(breaker.CallKinds(), func(k breaker.CallKind) string { return k.String() })
+	sortedStates        = sortedByName(catalog.States[:])
+	sortedCallKinds     = sortedByName(catalog.CallKinds[:])
+	sortedDurationKinds = sortedByName(catalog.DurationKinds[:])
 )
 
-// durationKinds are the histogram's kinds in label order with the index Breaker.Durations uses.
-var durationKinds = []struct {
-	label  string
-	failed bool
-}{{catalog.CallFailed.String(), true}, {catalog.CallSuccessful.String(), false}}
-
-func sortedBy[T any](xs []T, key func(T) string) []T {
-	out := append([]T(nil), xs...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && key(out[j]) < key(out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+// transitionPairs are the (from, to) pairs that can occur, by from in sortedStates order, then
+// to in label order.
+var transitionPairs = func() (out [][2]catalog.State) {
+	for _, from := range sortedStates {
+		for _, to := range sortedStates {
+			if breaker.CanTransition(from, to) {
+				out = append(out, [2]catalog.State{from, to})
+			}
 		}
 	}
+	return out
+}()
+
+// sortedByName returns xs sorted by their label values.
+func sortedByName[T interface{ String() string }](xs []T) []T {
+	out := append([]T(nil), xs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
 
@@ -82,9 +89,6 @@ func newBreakerPart(c *Collector) *breakerPart {
 		openDuration:     c.desc(catalog.BreakerOpenDuration),
 		series:           map[*breaker.Breaker]*breakerSeries{},
 	}
-	for i, d := range breaker.DurationBuckets {
-		p.bounds[i] = d.Seconds()
-	}
 	p.descs = [numReads]*prometheus.Desc{
 		readState: p.state, readTransitions: p.transitions, readTripped: p.tripped, readCalls: p.calls,
 		readNotPermitted: p.notPermitted, readDuration: p.duration, readFailureRate: p.failureRate,
@@ -95,8 +99,7 @@ func newBreakerPart(c *Collector) *breakerPart {
 }
 
 func (p *breakerPart) describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{p.state, p.transitions, p.tripped, p.calls, p.notPermitted,
-		p.duration, p.failureRate, p.slowRate, p.failureThreshold, p.slowThreshold, p.openDuration} {
+	for _, d := range p.descs {
 		ch <- d
 	}
 }
@@ -117,14 +120,19 @@ const (
 	numReads
 )
 
-// breakerMetric is one series of one breaker: a prometheus.Metric that reads the breaker when
-// the registry asks for its value. It is kept small (16 bytes, one pointer) because a scrape of
-// 10,000 breakers walks 430,000 of them and the garbage collector scans them all.
+// singleReads are the unlabelled series of a breaker (besides `name`), in exposition order.
+var singleReads = [...]uint8{readTripped, readNotPermitted, readFailureRate, readSlowRate,
+	readFailureThreshold, readSlowThreshold, readOpenDuration}
+
+// breakerMetric is one series of one breaker: a prometheus.Metric that reads its value from the
+// breaker's latest snapshot when the registry asks for it. It is kept small (16 bytes, one
+// pointer) because a scrape of 10,000 breakers walks half a million of them and the garbage
+// collector scans them all.
 type breakerMetric struct {
 	s      *breakerSeries
 	lo, hi uint8 // its label pairs: s.labels[lo:hi]
 	read   uint8
-	x, y   uint8 // state, transition from/to, call kind, or failed (duration)
+	x, y   uint8 // catalog value: state, transition from/to, call kind or duration kind
 }
 
 // breakerSeries holds a breaker's metrics, grouped for family-by-family emission.
@@ -132,20 +140,25 @@ type breakerSeries struct {
 	p      *breakerPart
 	b      *breaker.Breaker
 	labels []*dto.LabelPair // every metric's label pairs, back to back
+	// read is what the latest collect read of the breaker. Concurrent scrapes may see a slightly
+	// newer reading than their own; every reading is immutable once stored.
+	read atomic.Pointer[breakerReading]
 
-	state       [breaker.NumStates]breakerMetric    // in sortedStates order
-	transitions [numTransitions]breakerMetric       // by from (sortedStates), then to in label order
-	fromEnd     [breaker.NumStates]uint8            // transitions of the i-th from end at fromEnd[i]
-	calls       [breaker.NumCallKinds]breakerMetric // in sortedCallKinds order
-	duration    [2]breakerMetric                    // failed, successful
-	single      [7]breakerMetric                    // tripped, not permitted, rates, thresholds, open duration
+	state       [catalog.NumStates]breakerMetric // in sortedStates order
+	transitions []breakerMetric                  // in transitionPairs order
+	fromEnd     [catalog.NumStates]uint8         // transitions of the i-th from end at fromEnd[i]
+	calls       [catalog.NumCallKinds]breakerMetric
+	duration    [len(catalog.DurationKinds)]breakerMetric
+	single      [len(singleReads)]breakerMetric
 }
 
-// numTransitions is the number of transition pairs that can occur (breaker.CanTransition).
-const numTransitions = 23
+// labelPairsPerBreaker is the number of label pairs of one breaker's series: `name` on every
+// series, plus the state, from and to, or kind label.
+var labelPairsPerBreaker = 2*catalog.NumStates + 3*len(transitionPairs) + 2*catalog.NumCallKinds +
+	2*len(catalog.DurationKinds) + len(singleReads)
 
 func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries {
-	s := &breakerSeries{p: p, b: b, labels: make([]*dto.LabelPair, 0, 3*44)}
+	s := &breakerSeries{p: p, b: b, labels: make([]*dto.LabelPair, 0, labelPairsPerBreaker)}
 	nameLabel := labelPair(catalog.LabelName, name)
 	m := func(read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
 		// Label pairs sorted by label name, as client_golang expects: from < kind < name <
@@ -167,62 +180,51 @@ func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries 
 	for i, st := range sortedStates {
 		s.state[i] = m(readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
 	}
-	n := 0
-	for i, from := range sortedStates {
-		for _, to := range sortedStates {
-			if breaker.CanTransition(from, to) {
-				s.transitions[n] = m(readTransitions, uint8(from), uint8(to),
-					stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to])
-				n++
+	s.transitions = make([]breakerMetric, len(transitionPairs))
+	for i, tr := range transitionPairs {
+		from, to := tr[0], tr[1]
+		s.transitions[i] = m(readTransitions, uint8(from), uint8(to),
+			stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to])
+		for j, st := range sortedStates {
+			if st == from {
+				s.fromEnd[j] = uint8(i + 1)
 			}
 		}
-		s.fromEnd[i] = uint8(n)
+	}
+	for j := 1; j < len(s.fromEnd); j++ { // a from state without transitions ends where the last did
+		s.fromEnd[j] = max(s.fromEnd[j], s.fromEnd[j-1])
 	}
 	for i, k := range sortedCallKinds {
 		s.calls[i] = m(readCalls, uint8(k), 0, kindLabels[k])
 	}
-	for i, dk := range durationKinds {
-		var failed uint8
-		if dk.failed {
-			failed = 1
-		}
-		s.duration[i] = m(readDuration, failed, 0, durationKindLabels[i])
+	for i, k := range sortedDurationKinds {
+		s.duration[i] = m(readDuration, uint8(k), 0, kindLabels[k])
 	}
-	s.single = [7]breakerMetric{
-		m(readTripped, 0, 0),
-		m(readNotPermitted, 0, 0),
-		m(readFailureRate, 0, 0),
-		m(readSlowRate, 0, 0),
-		m(readFailureThreshold, 0, 0),
-		m(readSlowThreshold, 0, 0),
-		m(readOpenDuration, 0, 0),
+	for i, r := range singleReads {
+		s.single[i] = m(r, 0, 0)
 	}
 	return s
 }
 
-// Shared, immutable label pairs of the closed label sets.
+// Shared, immutable label pairs of the closed label sets, indexed by the catalog value.
 var (
-	stateLabels = func() map[string][breaker.NumStates]*dto.LabelPair {
-		out := map[string][breaker.NumStates]*dto.LabelPair{}
+	stateLabels = func() map[string][catalog.NumStates]*dto.LabelPair {
+		out := map[string][catalog.NumStates]*dto.LabelPair{}
 		for _, l := range []string{catalog.LabelState, catalog.LabelFrom, catalog.LabelTo} {
-			var pairs [breaker.NumStates]*dto.LabelPair
-			for _, st := range breaker.States() {
+			var pairs [catalog.NumStates]*dto.LabelPair
+			for _, st := range catalog.States {
 				pairs[st] = labelPair(l, st.String())
 			}
 			out[l] = pairs
 		}
 		return out
 	}()
-	kindLabels = func() (out [breaker.NumCallKinds]*dto.LabelPair) {
-		for _, k := range breaker.CallKinds() {
+	kindLabels = func() (out [catalog.NumCallKinds]*dto.LabelPair) {
+		for _, k := range catalog.CallKinds {
 			out[k] = labelPair(catalog.LabelKind, k.String())
 		}
 		return out
 	}()
-	durationKindLabels = [2]*dto.LabelPair{
-		labelPair(catalog.LabelKind, durationKinds[0].label),
-		labelPair(catalog.LabelKind, durationKinds[1].label),
-	}
 )
 
 // labelPair returns a label pair whose name and value live in one allocation.
@@ -265,6 +267,10 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
 	for _, s := range all {
+		sn := s.b.Snapshot()
+		s.read.Store(newBreakerReading(&sn))
+	}
+	for _, s := range all {
 		for i := range s.state {
 			ch <- &s.state[i]
 		}
@@ -285,14 +291,14 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 			ch <- &s.calls[i]
 		}
 	}
-	for i := range durationKinds {
+	for i := range sortedDurationKinds {
 		for _, s := range all {
-			if s.b.DurationHistogramEnabled() {
+			if s.read.Load().durationsRecorded {
 				ch <- &s.duration[i]
 			}
 		}
 	}
-	for i := range 7 {
+	for i := range singleReads {
 		for _, s := range all {
 			ch <- &s.single[i]
 		}
@@ -302,48 +308,78 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 // Desc implements prometheus.Metric.
 func (m *breakerMetric) Desc() *prometheus.Desc { return m.s.p.descs[m.read] }
 
-// Write implements prometheus.Metric: it reads the breaker now.
+// Write implements prometheus.Metric: it reads the breaker's latest snapshot.
 func (m *breakerMetric) Write(out *dto.Metric) error {
 	out.Label = m.s.labels[m.lo:m.hi:m.hi]
-	b := m.s.b
+	r := m.s.read.Load()
 	switch m.read {
 	case readState:
 		v := 0.0
-		if b.State() == breaker.State(m.x) {
+		if r.state == catalog.State(m.x) {
 			v = 1
 		}
 		out.Gauge = gaugeOf(v)
 	case readTransitions:
-		out.Counter = counterOf(float64(b.Transitions(breaker.State(m.x), breaker.State(m.y))))
-	case readTripped:
-		v := 0.0
-		if t := b.TrippedSince(); !t.IsZero() {
-			v = float64(t.UnixNano()) / 1e9
-		}
-		out.Gauge = gaugeOf(v)
+		out.Counter = counterOf(float64(r.transitions[m.x][m.y]))
 	case readCalls:
-		out.Counter = counterOf(float64(b.Calls(breaker.CallKind(m.x))))
-	case readNotPermitted:
-		out.Counter = counterOf(float64(b.NotPermitted()))
+		out.Counter = counterOf(float64(r.calls[m.x]))
 	case readDuration:
-		out.Histogram = histogramOf(b.Durations(m.x == 1), &m.s.p.bounds)
-	case readFailureRate:
-		f, _ := b.Rates()
-		out.Gauge = gaugeOf(f)
-	case readSlowRate:
-		_, s := b.Rates()
-		out.Gauge = gaugeOf(s)
-	case readFailureThreshold:
-		f, _, _ := b.Thresholds()
-		out.Gauge = gaugeOf(f)
-	case readSlowThreshold:
-		_, s, _ := b.Thresholds()
-		out.Gauge = gaugeOf(s)
-	case readOpenDuration:
-		_, _, d := b.Thresholds()
-		out.Gauge = gaugeOf(d.Seconds())
+		out.Histogram = histogramOf(&r.durations[m.x])
+	case readTripped, readNotPermitted, readFailureRate, readSlowRate, readFailureThreshold,
+		readSlowThreshold, readOpenDuration:
+		v := r.singles[m.read]
+		if m.read == readNotPermitted {
+			out.Counter = counterOf(v)
+		} else {
+			out.Gauge = gaugeOf(v)
+		}
 	}
 	return nil
+}
+
+// breakerReading is what one scrape exports of one breaker, taken from its Snapshot: the
+// counters indexed by the catalog values, the classic duration histograms with their
+// cumulative counts, and the values of the unlabelled series. It is a third of a Snapshot's
+// size (the native histogram buckets are folded into the classic ones once, here).
+type breakerReading struct {
+	state             catalog.State
+	durationsRecorded bool
+	transitions       [catalog.NumStates][catalog.NumStates]uint64
+	calls             [catalog.NumCallKinds]uint64
+	durations         [len(catalog.DurationKinds)]classicHistogram
+	singles           [numReads]float64 // the unlabelled series' values, by read kind
+}
+
+// classicHistogram is a call duration histogram in classic buckets (catalog.DurationBuckets).
+type classicHistogram struct {
+	count uint64
+	sum   float64
+	cum   [catalog.NumDurationBuckets]uint64
+}
+
+func newBreakerReading(sn *breaker.Snapshot) *breakerReading {
+	r := &breakerReading{state: sn.State, durationsRecorded: sn.DurationsRecorded,
+		transitions: sn.Transitions, calls: sn.Calls}
+	for _, k := range catalog.DurationKinds {
+		d := &sn.Durations[k]
+		h := &r.durations[k]
+		h.count, h.sum = d.Count, d.Sum
+		d.CumulativeTo(durationBounds[:], h.cum[:])
+	}
+	var tripped float64
+	if !sn.TrippedSince.IsZero() {
+		tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
+	}
+	r.singles = [numReads]float64{
+		readTripped:          tripped,
+		readNotPermitted:     float64(sn.NotPermitted),
+		readFailureRate:      sn.FailureRate,
+		readSlowRate:         sn.SlowCallRate,
+		readFailureThreshold: sn.FailureRateThreshold,
+		readSlowThreshold:    sn.SlowCallRateThreshold,
+		readOpenDuration:     sn.OpenDuration.Seconds(),
+	}
+	return r
 }
 
 // Value boxes: the dto message and the value it points to in one allocation.
@@ -369,29 +405,30 @@ func counterOf(v float64) *dto.Counter {
 	return &bx.c
 }
 
+// durationBounds are the classic bounds of the call duration histogram, addressable for the dto
+// messages.
+var durationBounds = func() (out [catalog.NumDurationBuckets]float64) {
+	copy(out[:], catalog.DurationBuckets)
+	return out
+}()
+
 type histogramBox struct {
 	h       dto.Histogram
-	count   uint64
-	sum     float64
-	buckets [breaker.NumDurationBuckets]dto.Bucket
-	ptrs    [breaker.NumDurationBuckets]*dto.Bucket
-	cum     [breaker.NumDurationBuckets]uint64
+	buckets [catalog.NumDurationBuckets]dto.Bucket
+	ptrs    [catalog.NumDurationBuckets]*dto.Bucket
 }
 
-func histogramOf(d breaker.DurationHistogram, bounds *[breaker.NumDurationBuckets]float64) *dto.Histogram {
+// histogramOf builds the dto of a classic duration histogram in one allocation; the counts stay
+// in the (immutable) reading.
+func histogramOf(c *classicHistogram) *dto.Histogram {
 	bx := &histogramBox{}
-	var cum uint64
-	for i := range breaker.NumDurationBuckets {
-		cum += d.Counts[i]
-		bx.cum[i] = cum
-		bx.buckets[i].CumulativeCount = &bx.cum[i]
-		bx.buckets[i].UpperBound = &bounds[i]
+	for i := range bx.buckets {
+		bx.buckets[i].CumulativeCount = &c.cum[i]
+		bx.buckets[i].UpperBound = &durationBounds[i]
 		bx.ptrs[i] = &bx.buckets[i]
 	}
-	bx.count = cum + d.Counts[breaker.NumDurationBuckets]
-	bx.sum = d.Sum.Seconds()
-	bx.h.SampleCount = &bx.count
-	bx.h.SampleSum = &bx.sum
+	bx.h.SampleCount = &c.count
+	bx.h.SampleSum = &c.sum
 	bx.h.Bucket = bx.ptrs[:]
 	return &bx.h
 }

@@ -20,34 +20,18 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
-func TestBreakerVocabularyMatchesCatalog(t *testing.T) {
-	var states []string
-	for _, s := range breaker.States() {
-		states = append(states, s.String())
+func TestBreakerTransitionPairsAreTheOnesThatCanOccur(t *testing.T) {
+	// 4 automatic pairs (closed→open, open→half_open, half_open→closed, half_open→open) and the
+	// manual ones: to closed from the 5 other states, to forced_open, disabled and metrics_only
+	// from the 5 states other than each: 4 + 5 + 3×5 - 1 (open→closed counted once) = 23.
+	assert.Len(t, transitionPairs, 23)
+	for _, tr := range transitionPairs {
+		assert.True(t, breaker.CanTransition(tr[0], tr[1]), "%s→%s", tr[0], tr[1])
 	}
-	assert.Equal(t, catalog.Names(catalog.States[:]), states)
-	var kinds []string
-	for _, k := range breaker.CallKinds() {
-		kinds = append(kinds, k.String())
+	assert.Equal(t, []catalog.CallKind{catalog.CallFailed, catalog.CallSuccessful}, sortedDurationKinds)
+	for _, k := range catalog.DurationKinds {
+		assert.Less(t, int(k), len(catalog.DurationKinds), "Snapshot.Durations is indexed by the kind")
 	}
-	assert.Equal(t, catalog.Names(catalog.CallKinds[:]), kinds)
-	var bounds []float64
-	for _, d := range breaker.DurationBuckets {
-		bounds = append(bounds, d.Seconds())
-	}
-	assert.Equal(t, catalog.DurationBuckets, bounds)
-	assert.Equal(t, string(catalog.CircuitBreaker), breaker.Primitive)
-	pairs := 0
-	for _, f := range breaker.States() {
-		for _, to := range breaker.States() {
-			if breaker.CanTransition(f, to) {
-				pairs++
-			}
-		}
-	}
-	assert.Equal(t, numTransitions, pairs)
-	assert.Equal(t, []string{catalog.CallFailed.String(), catalog.CallSuccessful.String()}, []string{durationKinds[0].label, durationKinds[1].label})
-	assert.ElementsMatch(t, catalog.Names(catalog.DurationKinds[:]), []string{durationKinds[0].label, durationKinds[1].label})
 }
 
 var (
@@ -110,7 +94,7 @@ resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 0
 	require.Error(t, b.Do(bctx, takes(clk, 250*time.Millisecond, errDown)))
 	require.Error(t, b.Do(bctx, takes(clk, 250*time.Millisecond, errDown)))
 	require.Error(t, b.Do(bctx, takes(clk, 500*time.Millisecond, errDown)))
-	require.Equal(t, breaker.Open, b.State())
+	require.Equal(t, catalog.StateOpen, b.State())
 	// 2 rejections.
 	require.ErrorIs(t, b.Do(bctx, takes(clk, 0, nil)), breaker.ErrOpen)
 	require.ErrorIs(t, b.Do(bctx, takes(clk, 0, nil)), breaker.ErrOpen)
@@ -127,18 +111,24 @@ resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 17672
 resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 `), brief...))
 	}
-	assert.Zero(t, b.Transitions(breaker.Open, breaker.HalfOpen), "a scrape never commits a transition")
+	assert.Zero(t, b.Snapshot().Transitions[catalog.StateOpen][catalog.StateHalfOpen], "a scrape never commits a transition")
 
 	// The probe succeeds (500 ms) → closed. Then 4 instant successes, 1 instant failure and 1
 	// ignored call: the new window holds 1 failure in 5 calls.
 	require.NoError(t, b.Do(bctx, takes(clk, 500*time.Millisecond, nil)))
-	require.Equal(t, breaker.Closed, b.State())
+	require.Equal(t, catalog.StateClosed, b.State())
 	for range 4 {
 		require.NoError(t, b.Do(bctx, takes(clk, 0, nil)))
 	}
 	require.Error(t, b.Do(bctx, takes(clk, 0, errDown)))
 	require.Error(t, b.Do(bctx, takes(clk, 0, breaker.Ignore(errDown))))
 
+	// Durations observed: failed 250, 250, 500 ms and 0 (the instant failure); successful
+	// (slow ones included) 500 ms, 1.5 s, the 500 ms probe and 4 instant calls. The ignored call
+	// is not observed.
+	const family = "resilience_circuitbreaker_call_duration_seconds"
+	durations := histogramLines(family, `kind="failed",name="payments"`, catalog.DurationBuckets, 0.25, 0.25, 0.5, 0) +
+		histogramLines(family, `kind="successful",name="payments"`, catalog.DurationBuckets, 0.5, 1.5, 0.5, 0, 0, 0, 0)
 	want := `
 # HELP resilience_circuitbreaker_state Effective circuit breaker state: 1 for the current state, 0 for the others.
 # TYPE resilience_circuitbreaker_state gauge
@@ -188,37 +178,7 @@ resilience_circuitbreaker_calls_total{kind="successful",name="payments"} 6
 resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 # HELP resilience_circuitbreaker_call_duration_seconds Duration of calls permitted by the circuit breaker.
 # TYPE resilience_circuitbreaker_call_duration_seconds histogram
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.005"} 1
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.01"} 1
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.025"} 1
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.05"} 1
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.1"} 1
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.25"} 3
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="0.5"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="1"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="2.5"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="5"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="10"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="30"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="failed",name="payments",le="+Inf"} 4
-resilience_circuitbreaker_call_duration_seconds_sum{kind="failed",name="payments"} 1
-resilience_circuitbreaker_call_duration_seconds_count{kind="failed",name="payments"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.005"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.01"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.025"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.05"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.1"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.25"} 4
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="0.5"} 6
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="1"} 6
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="2.5"} 7
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="5"} 7
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="10"} 7
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="30"} 7
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="+Inf"} 7
-resilience_circuitbreaker_call_duration_seconds_sum{kind="successful",name="payments"} 2.5
-resilience_circuitbreaker_call_duration_seconds_count{kind="successful",name="payments"} 7
-# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+` + durations + `# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
 # TYPE resilience_circuitbreaker_failure_rate gauge
 resilience_circuitbreaker_failure_rate{name="payments"} 0.2
 # HELP resilience_circuitbreaker_slow_call_rate Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.

@@ -8,6 +8,7 @@ import (
 )
 
 // bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry.
+// Both admission kinds start at 0; the wait histogram has the catalog's classic WaitBuckets.
 type bulkheadPart struct {
 	reg                              *instrument.Registry
 	maxConcurrent, inflight, waiting *prometheus.Desc
@@ -35,13 +36,15 @@ func (p *bulkheadPart) describe(ch chan<- *prometheus.Desc) {
 
 func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 	for _, nb := range p.reg.Bulkheads() {
-		st := nb.Value.Stats()
+		sn := nb.Value.Snapshot()
 		name := nb.Name
-		ch <- prometheus.MustNewConstMetric(p.maxConcurrent, prometheus.GaugeValue, float64(st.MaxConcurrent), name)
-		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(st.InFlight), name)
-		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(st.Waiting), name)
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Permitted), name, catalog.AdmissionPermitted.String())
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Rejected), name, catalog.AdmissionRejected.String())
-		ch <- prometheus.MustNewConstHistogram(p.waitDuration, st.Wait.Count, st.Wait.Sum, buckets(st.Wait.Bounds, st.Wait.Counts), name)
+		ch <- prometheus.MustNewConstMetric(p.maxConcurrent, prometheus.GaugeValue, float64(sn.MaxConcurrent), name)
+		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(sn.InFlight), name)
+		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(sn.Waiting), name)
+		for _, a := range catalog.Admissions {
+			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[a]), name, a.String())
+		}
+		ch <- prometheus.MustNewConstHistogram(p.waitDuration, sn.Wait.Count, sn.Wait.Sum,
+			sn.Wait.Cumulative(catalog.WaitBuckets), name)
 	}
 }

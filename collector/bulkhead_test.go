@@ -19,12 +19,6 @@ import (
 
 var waitEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func TestBulkheadWaitBucketsMatchTheCatalog(t *testing.T) {
-	assert.Equal(t, catalog.WaitBuckets, bulkhead.DefaultWaitBuckets)
-	assert.Equal(t, catalog.WaitBuckets, catalog.BulkheadWaitDuration.Buckets)
-	assert.Equal(t, string(catalog.Bulkhead), bulkhead.Primitive)
-}
-
 func requireLintClean(t *testing.T, c prometheus.Collector) {
 	t.Helper()
 	pr := prometheus.NewPedanticRegistry()
@@ -64,6 +58,11 @@ func TestBulkheadExposition(t *testing.T) {
 	}()
 	require.True(t, fake.WaitForTimers(1, nil))
 
+	// Waits observed: none for inventory; for payments 0 (the permitted call, admitted at once)
+	// and 200 ms (the rejected one). The caller still waiting is not observed yet.
+	const family = "resilience_bulkhead_wait_duration_seconds"
+	waits := histogramLines(family, `name="inventory"`, catalog.WaitBuckets) +
+		histogramLines(family, `name="payments"`, catalog.WaitBuckets, 0, 0.2)
 	want := `
 # HELP resilience_bulkhead_calls_total Bulkhead admission decisions.
 # TYPE resilience_bulkhead_calls_total counter
@@ -81,37 +80,7 @@ resilience_bulkhead_max_concurrent_calls{name="inventory"} 20
 resilience_bulkhead_max_concurrent_calls{name="payments"} 1
 # HELP resilience_bulkhead_wait_duration_seconds Time waited for a bulkhead permit.
 # TYPE resilience_bulkhead_wait_duration_seconds histogram
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.001"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.005"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.01"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.025"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.05"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.1"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.25"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="0.5"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="1"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="2.5"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="5"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="10"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="+Inf"} 0
-resilience_bulkhead_wait_duration_seconds_sum{name="inventory"} 0
-resilience_bulkhead_wait_duration_seconds_count{name="inventory"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.001"} 1
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.005"} 1
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.01"} 1
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.025"} 1
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.05"} 1
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.1"} 1
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.25"} 2
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="0.5"} 2
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="1"} 2
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="2.5"} 2
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="5"} 2
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="10"} 2
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="+Inf"} 2
-resilience_bulkhead_wait_duration_seconds_sum{name="payments"} 0.2
-resilience_bulkhead_wait_duration_seconds_count{name="payments"} 2
-# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
+` + waits + `# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
 # TYPE resilience_bulkhead_waiting_calls gauge
 resilience_bulkhead_waiting_calls{name="inventory"} 0
 resilience_bulkhead_waiting_calls{name="payments"} 1
@@ -125,7 +94,7 @@ resilience_bulkhead_waiting_calls{name="payments"} 1
 
 	release() // hands the permit to the waiter, which releases it
 	require.NoError(t, <-errc)
-	st := pay.Stats()
+	st := pay.Snapshot()
 	assert.Equal(t, 0, st.InFlight)
 	assert.Equal(t, 0, st.Waiting)
 }

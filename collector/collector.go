@@ -90,16 +90,6 @@ func (c *Collector) desc(m catalog.Metric) *prometheus.Desc {
 	return prometheus.NewDesc(m.FullName(c.namespace), m.Help, m.LabelNames(), nil)
 }
 
-// buckets pairs a histogram's upper bounds with its cumulative counts (same index) in the map
-// that prometheus.MustNewConstHistogram takes.
-func buckets(bounds []float64, counts []uint64) map[float64]uint64 {
-	m := make(map[float64]uint64, len(bounds))
-	for i, b := range bounds {
-		m[b] = counts[i]
-	}
-	return m
-}
-
 // overflowPart exports resilience_registry_overflow_total{primitive}.
 type overflowPart struct {
 	reg  *instrument.Registry
@@ -115,6 +105,6 @@ func (p *overflowPart) describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
 func (p *overflowPart) collect(ch chan<- prometheus.Metric) {
 	for _, prim := range catalog.Primitives {
 		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.CounterValue,
-			float64(p.reg.Overflowed(instrument.Kind(prim))), string(prim))
+			float64(p.reg.Overflowed(prim)), string(prim))
 	}
 }

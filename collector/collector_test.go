@@ -9,17 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
-
-func TestKindsMatchCatalogPrimitives(t *testing.T) {
-	require.Len(t, instrument.Kinds, len(catalog.Primitives))
-	for i, k := range instrument.Kinds {
-		assert.Equal(t, string(catalog.Primitives[i]), string(k))
-	}
-	assert.Equal(t, catalog.OverflowName, instrument.OverflowName)
-}
 
 func TestNewValidates(t *testing.T) {
 	_, err := New(nil)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
-	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 )
 
 // fallbackPart exports resilience_fallback_calls_total{name,cause} for every fallback in the
@@ -23,9 +22,9 @@ func (p *fallbackPart) describe(ch chan<- *prometheus.Desc) { ch <- p.calls }
 
 func (p *fallbackPart) collect(ch chan<- prometheus.Metric) {
 	for _, nf := range p.reg.Fallbacks() {
-		st := nf.Value.Stats()
-		for _, cause := range fallback.Causes {
-			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.ByCause(cause)), nf.Name, string(cause))
+		sn := nf.Value.Snapshot()
+		for _, cause := range catalog.Causes {
+			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[cause]), nf.Name, cause.String())
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
@@ -15,14 +14,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 )
-
-func TestFallbackCausesMatchTheCatalog(t *testing.T) {
-	var causes []string
-	for _, c := range fallback.Causes {
-		causes = append(causes, string(c))
-	}
-	assert.Equal(t, catalog.Names(catalog.Causes[:]), causes)
-}
 
 func TestFallbackExposition(t *testing.T) {
 	reg, err := instrument.NewRegistry()

@@ -2,6 +2,8 @@ package collector
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -20,41 +22,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
-
-// The instrument packages may not import the catalog, so they define the same words; these
-// must be exactly the catalog's closed sets, in the same order (snapshots are indexed by them).
-func TestRetryLabelSetsMatchTheCatalog(t *testing.T) {
-	assert.Equal(t, catalog.Names(catalog.Classes[:]), classify.Classes)
-	assert.Equal(t, catalog.Names(catalog.RetryKinds[:]), retry.CallKinds)
-	assert.Equal(t, catalog.Names(catalog.Outcomes[:]), retry.Outcomes)
-	assert.Equal(t, catalog.Names(catalog.DelaySources[:]), retry.DelaySources)
-	assert.Equal(t, catalog.RetryBackoff.Buckets, retry.BackoffBuckets())
-	assert.Equal(t, catalog.BackoffBuckets, retry.BackoffBuckets())
-	assert.Equal(t, string(catalog.Retry), string(instrument.KindRetry))
-
-	pairs := [][2]string{
-		{catalog.ClassHTTP4xx.String(), classify.ClassHTTP4xx}, {catalog.ClassHTTPAuth.String(), classify.ClassHTTPAuth},
-		{catalog.ClassHTTP408.String(), classify.ClassHTTP408}, {catalog.ClassHTTP429.String(), classify.ClassHTTP429},
-		{catalog.ClassHTTP5xx.String(), classify.ClassHTTP5xx}, {catalog.ClassHTTP5xxPermanent.String(), classify.ClassHTTP5xxPermanent},
-		{catalog.ClassConnRefused.String(), classify.ClassConnRefused}, {catalog.ClassConnReset.String(), classify.ClassConnReset},
-		{catalog.ClassDNS.String(), classify.ClassDNS}, {catalog.ClassTLSCert.String(), classify.ClassTLSCert},
-		{catalog.ClassTLS.String(), classify.ClassTLS}, {catalog.ClassTimeout.String(), classify.ClassTimeout},
-		{catalog.ClassCanceled.String(), classify.ClassCanceled}, {catalog.ClassRejected.String(), classify.ClassRejected},
-		{catalog.ClassError.String(), classify.ClassError},
-		{catalog.RetrySuccessfulWithoutRetry.String(), retry.KindSuccessfulWithoutRetry},
-		{catalog.RetrySuccessfulWithRetry.String(), retry.KindSuccessfulWithRetry},
-		{catalog.RetryFailedWithoutRetry.String(), retry.KindFailedWithoutRetry},
-		{catalog.RetryFailedWithRetry.String(), retry.KindFailedWithRetry},
-		{catalog.RetryAborted.String(), retry.KindAborted},
-		{catalog.OutcomeRetrying.String(), retry.OutcomeRetrying}, {catalog.OutcomeSucceeded.String(), retry.OutcomeSucceeded},
-		{catalog.OutcomeGaveUp.String(), retry.OutcomeGaveUp}, {catalog.OutcomeAborted.String(), retry.OutcomeAborted},
-		{catalog.OutcomeBudgetExhausted.String(), retry.OutcomeBudgetExhausted},
-		{catalog.SourceBackoff.String(), retry.SourceBackoff}, {catalog.SourceRetryAfter.String(), retry.SourceRetryAfter},
-	}
-	for _, p := range pairs {
-		assert.Equal(t, p[0], p[1])
-	}
-}
 
 type zeroRand struct{}
 
@@ -79,7 +46,7 @@ func TestRetryExposition(t *testing.T) {
 	c, err := New(reg)
 	require.NoError(t, err)
 	fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.Clock = fc
 	cfg.Rand = zeroRand{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: 200 * time.Millisecond}
@@ -119,6 +86,13 @@ func TestRetryExposition(t *testing.T) {
 	cancel()
 	require.Error(t, pay.Do(cctx, func(ctx context.Context) error { return ctx.Err() }))
 
+	// Delays waited by payments: 2 s before the first retry (Retry-After: 2) and 400 ms before
+	// the second (exponential backoff, 200 ms × 2); none by orders.
+	const family = "resilience_retry_backoff_seconds"
+	backoff := histogramLines(family, `name="orders",source="backoff"`, catalog.BackoffBuckets) +
+		histogramLines(family, `name="orders",source="retry_after"`, catalog.BackoffBuckets) +
+		histogramLines(family, `name="payments",source="backoff"`, catalog.BackoffBuckets, 0.4) +
+		histogramLines(family, `name="payments",source="retry_after"`, catalog.BackoffBuckets, 2)
 	want := `
 # HELP resilience_retry_attempts_total Retries performed: attempts after the first.
 # TYPE resilience_retry_attempts_total counter
@@ -126,67 +100,7 @@ resilience_retry_attempts_total{name="orders"} 0
 resilience_retry_attempts_total{name="payments"} 2
 # HELP resilience_retry_backoff_seconds Delays actually waited before retries, by what set the delay.
 # TYPE resilience_retry_backoff_seconds histogram
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="0.01"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="0.025"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="0.05"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="0.1"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="0.25"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="0.5"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="1"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="2.5"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="5"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="10"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="30"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="60"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="backoff",le="+Inf"} 0
-resilience_retry_backoff_seconds_sum{name="orders",source="backoff"} 0
-resilience_retry_backoff_seconds_count{name="orders",source="backoff"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="0.01"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="0.025"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="0.05"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="0.1"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="0.25"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="0.5"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="1"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="2.5"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="5"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="10"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="30"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="60"} 0
-resilience_retry_backoff_seconds_bucket{name="orders",source="retry_after",le="+Inf"} 0
-resilience_retry_backoff_seconds_sum{name="orders",source="retry_after"} 0
-resilience_retry_backoff_seconds_count{name="orders",source="retry_after"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="0.01"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="0.025"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="0.05"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="0.1"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="0.25"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="0.5"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="1"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="2.5"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="5"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="10"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="30"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="60"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="backoff",le="+Inf"} 1
-resilience_retry_backoff_seconds_sum{name="payments",source="backoff"} 0.4
-resilience_retry_backoff_seconds_count{name="payments",source="backoff"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="0.01"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="0.025"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="0.05"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="0.1"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="0.25"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="0.5"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="1"} 0
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="2.5"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="5"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="10"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="30"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="60"} 1
-resilience_retry_backoff_seconds_bucket{name="payments",source="retry_after",le="+Inf"} 1
-resilience_retry_backoff_seconds_sum{name="payments",source="retry_after"} 2
-resilience_retry_backoff_seconds_count{name="payments",source="retry_after"} 1
-# HELP resilience_retry_budget_denied_total Retries refused by the retry budget.
+` + backoff + `# HELP resilience_retry_budget_denied_total Retries refused by the retry budget.
 # TYPE resilience_retry_budget_denied_total counter
 resilience_retry_budget_denied_total{name="orders"} 0
 resilience_retry_budget_denied_total{name="payments"} 1
@@ -207,13 +121,22 @@ resilience_retry_calls_total{kind="successful_with_retry",name="payments"} 1
 resilience_retry_calls_total{kind="successful_without_retry",name="orders"} 0
 resilience_retry_calls_total{kind="successful_without_retry",name="payments"} 20
 `
-	classes := map[string]int{"http_5xx": 1, "conn_reset": 1, "http_4xx": 1, "timeout": 1, "canceled": 1}
+	// One failed attempt in each of five classes; every other class at 0, except the gRPC
+	// classes, which are not exported before they are counted.
+	classes := map[catalog.Class]int{catalog.ClassHTTP5xx: 1, catalog.ClassConnReset: 1, catalog.ClassHTTP4xx: 1,
+		catalog.ClassTimeout: 1, catalog.ClassCanceled: 1}
 	var b strings.Builder
 	b.WriteString("# HELP resilience_retry_errors_total Failed attempts, by failure class.\n# TYPE resilience_retry_errors_total counter\n")
-	for _, class := range sortedCopy(catalog.Names(catalog.Classes[:])) {
-		b.WriteString(`resilience_retry_errors_total{class="` + class + `",name="orders"} 0` + "\n")
-		b.WriteString(`resilience_retry_errors_total{class="` + class + `",name="payments"} ` + itoa(classes[class]) + "\n")
+	exported := 0
+	for _, class := range catalog.Classes {
+		if strings.HasPrefix(class.String(), "grpc_") {
+			continue
+		}
+		exported++
+		fmt.Fprintf(&b, "resilience_retry_errors_total{class=%q,name=\"orders\"} 0\n", class)
+		fmt.Fprintf(&b, "resilience_retry_errors_total{class=%q,name=\"payments\"} %d\n", class, classes[class])
 	}
+	assert.Equal(t, 15, exported, "the HTTP and transport classes exported today")
 	want += b.String()
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"resilience_retry_calls_total", "resilience_retry_attempts_total", "resilience_retry_errors_total",
@@ -221,16 +144,30 @@ resilience_retry_calls_total{kind="successful_without_retry",name="payments"} 20
 	requireLintClean(t, c)
 }
 
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
+func TestRetryGRPCClassesAppearOnceCounted(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	r, err := reg.Retry("inventory", retry.Config{MaxAttempts: 1, Classify: func(error, bool) classify.Verdict {
+		return classify.Verdict{BreakerFailure: true, Class: catalog.ClassGRPCUnavailable}
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, 15, testutil.CollectAndCount(c, "resilience_retry_errors_total"), "one series per non-gRPC class")
+
+	require.Error(t, r.Do(context.Background(), func(context.Context) error { return errors.New("unavailable") }))
+	// The gRPC class counted once appears beside the 15 others (at 0); the other three gRPC
+	// classes stay absent.
+	var b strings.Builder
+	b.WriteString("# HELP resilience_retry_errors_total Failed attempts, by failure class.\n# TYPE resilience_retry_errors_total counter\n")
+	for _, class := range catalog.Classes {
+		switch {
+		case class == catalog.ClassGRPCUnavailable:
+			fmt.Fprintf(&b, "resilience_retry_errors_total{class=%q,name=\"inventory\"} 1\n", class)
+		case !strings.HasPrefix(class.String(), "grpc_"):
+			fmt.Fprintf(&b, "resilience_retry_errors_total{class=%q,name=\"inventory\"} 0\n", class)
 		}
 	}
-	return out
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(b.String()), "resilience_retry_errors_total"))
+	requireLintClean(t, c)
 }
-
-func itoa(n int) string { return string(rune('0' + n)) }

@@ -7,7 +7,8 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 
-// timeoutPart exports resilience_timeout_calls_total{name,kind} for every timeout in the registry.
+// timeoutPart exports resilience_timeout_calls_total{name,kind} for every timeout in the registry,
+// every kind from 0.
 type timeoutPart struct {
 	reg   *instrument.Registry
 	calls *prometheus.Desc
@@ -21,9 +22,9 @@ func (p *timeoutPart) describe(ch chan<- *prometheus.Desc) { ch <- p.calls }
 
 func (p *timeoutPart) collect(ch chan<- prometheus.Metric) {
 	for _, nt := range p.reg.Timeouts() {
-		st := nt.Value.Stats()
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Successful), nt.Name, catalog.TimeoutSuccessful.String())
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.Failed), nt.Name, catalog.TimeoutFailed.String())
-		ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(st.TimedOut), nt.Name, catalog.TimeoutTimedOut.String())
+		sn := nt.Value.Snapshot()
+		for _, k := range catalog.TimeoutKinds {
+			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[k]), nt.Name, k.String())
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 // Listeners is a set of listener functions for events of type E. The zero value is an empty set
@@ -100,29 +102,39 @@ type Hub struct {
 
 // Transition is a committed circuit breaker state change.
 type Transition struct {
-	Name string    // breaker name
-	From string    // previous state (closed, open, half_open, forced_open, disabled, metrics_only)
-	To   string    // new state
-	At   time.Time // when it was committed, by the breaker's clock
+	Name string        // breaker name
+	From catalog.State // previous state
+	To   catalog.State // new state
+	// Cause says why the breaker opened, for trips: To is catalog.StateOpen (failure rate,
+	// slow-call rate, consecutive failures, failed probes, half-open limit) or
+	// catalog.StateForcedOpen (catalog.TripForced). Not meaningful for other transitions.
+	Cause catalog.TripCause
+	At    time.Time // when it was committed, by the breaker's clock
 	// Reason says why, in a few words ("failure rate 0.62 >= 0.50", "forced", "open duration elapsed").
 	Reason string
 }
 
+// Trip reports whether the transition opened the breaker (to open or forced open), so that
+// Cause is meaningful.
+func (t Transition) Trip() bool { return t.To == catalog.StateOpen || t.To == catalog.StateForcedOpen }
+
 // Rejection is a call refused by a primitive without running it: an open breaker or a full
 // bulkhead.
 type Rejection struct {
-	Primitive string    // "circuitbreaker" or "bulkhead"
-	Name      string    // primitive name
-	State     string    // breaker state at decision time; empty for a bulkhead
-	At        time.Time // when it was refused
+	Primitive catalog.Primitive // catalog.CircuitBreaker or catalog.Bulkhead
+	Name      string            // primitive name
+	// State is the breaker's state at decision time (open, forced_open or half_open); not
+	// meaningful for a bulkhead.
+	State catalog.State
+	At    time.Time // when it was refused
 }
 
 // CallOutcome is the recorded outcome of a call a breaker permitted.
 type CallOutcome struct {
-	Name     string        // breaker name
-	Kind     string        // successful, failed, slow_successful, slow_failed, ignored
-	Duration time.Duration // how long the call took
-	Err      error         // the call's error, if any
+	Name     string           // breaker name
+	Kind     catalog.CallKind // successful, failed, slow_successful, slow_failed, ignored
+	Duration time.Duration    // how long the call took
+	Err      error            // the call's error, if any
 }
 
 // Retry is one retry decision: after an attempt failed (outcome retrying, gave_up, aborted,
@@ -136,18 +148,25 @@ type Retry struct {
 	MaxAttempts int           // configured bound
 	Elapsed     time.Duration // since the logical call began
 	Delay       time.Duration // the delay before the next attempt (0 when none follows)
-	DelaySource string        // backoff or retry_after; empty when no delay follows
-	ErrorClass  string        // failure class of the attempt; empty on success
-	HTTPStatus  int           // response status; 0 when there was no response
-	Outcome     string        // retrying, succeeded, gave_up, aborted, budget_exhausted
-	Err         error         // the attempt's error, if any
-	At          time.Time     // when the decision was made
+	// DelaySource says what set Delay (backoff or retry_after). It is meaningful only when a
+	// delay follows, that is when Outcome is catalog.OutcomeRetrying.
+	DelaySource catalog.DelaySource
+	// ErrorClass is the failure class of the attempt; catalog.ClassNone on success.
+	ErrorClass catalog.Class
+	HTTPStatus int             // response status; 0 when there was no response
+	Outcome    catalog.Outcome // retrying, succeeded, gave_up, aborted, budget_exhausted
+	Err        error           // the attempt's error, if any
+	At         time.Time       // when the decision was made
 }
+
+// HasDelay reports whether a delay follows the decision (outcome retrying), so that Delay and
+// DelaySource are meaningful.
+func (r Retry) HasDelay() bool { return r.Outcome == catalog.OutcomeRetrying }
 
 // Fallback is one fallback invocation.
 type Fallback struct {
-	Name  string    // fallback name
-	Cause string    // circuit_open, bulkhead_full, timeout, retries_exhausted, error
-	Err   error     // the error that caused it
-	At    time.Time // when it ran
+	Name  string        // fallback name
+	Cause catalog.Cause // circuit_open, bulkhead_full, timeout, retries_exhausted, error
+	Err   error         // the error that caused it
+	At    time.Time     // when it ran
 }

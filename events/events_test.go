@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 func TestListenersAddEmitRemove(t *testing.T) {
@@ -14,25 +16,36 @@ func TestListenersAddEmitRemove(t *testing.T) {
 	l.Emit(Transition{Name: "x"}) // no listeners: nothing happens
 
 	var got []string
-	removeA := l.Add(func(e Transition) { got = append(got, "a:"+e.To) })
-	removeB := l.Add(func(e Transition) { got = append(got, "b:"+e.To) })
+	removeA := l.Add(func(e Transition) { got = append(got, "a:"+e.To.String()) })
+	removeB := l.Add(func(e Transition) { got = append(got, "b:"+e.To.String()) })
 	assert.True(t, l.Active())
-	l.Emit(Transition{To: "open"})
+	l.Emit(Transition{To: catalog.StateOpen})
 	assert.Equal(t, []string{"a:open", "b:open"}, got, "called in order of registration")
 
 	removeA()
 	removeA() // twice is harmless
-	l.Emit(Transition{To: "closed"})
+	l.Emit(Transition{To: catalog.StateClosed})
 	assert.Equal(t, []string{"a:open", "b:open", "b:closed"}, got)
 
 	removeB()
 	assert.False(t, l.Active())
-	l.Emit(Transition{To: "half_open"})
+	l.Emit(Transition{To: catalog.StateHalfOpen})
 	assert.Len(t, got, 3)
 
 	noop := l.Add(nil)
 	noop()
 	assert.False(t, l.Active())
+}
+
+func TestTripAndHasDelaySayWhichFieldsMean(t *testing.T) {
+	assert.True(t, Transition{From: catalog.StateClosed, To: catalog.StateOpen}.Trip())
+	assert.True(t, Transition{From: catalog.StateClosed, To: catalog.StateForcedOpen}.Trip())
+	assert.False(t, Transition{From: catalog.StateOpen, To: catalog.StateHalfOpen}.Trip())
+	assert.False(t, Transition{From: catalog.StateHalfOpen, To: catalog.StateClosed}.Trip())
+	assert.True(t, Retry{Outcome: catalog.OutcomeRetrying}.HasDelay())
+	for _, o := range []catalog.Outcome{catalog.OutcomeSucceeded, catalog.OutcomeGaveUp, catalog.OutcomeAborted, catalog.OutcomeBudgetExhausted} {
+		assert.False(t, Retry{Outcome: o}.HasDelay(), o)
+	}
 }
 
 func TestNilHubAndListenersAreSafe(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -23,7 +23,7 @@ func ExampleRegistry_Pipeline() {
 	if err != nil {
 		panic(err)
 	}
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	rc.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: time.Millisecond}
 	rc.Budget.MinRetriesPerSecond = 10
 	p, err := reg.Pipeline("inventory-db", instrument.PipelineConfig{
@@ -61,8 +61,8 @@ func ExampleExecuteWithFallback() {
 		panic(err)
 	}
 	fetch := func(context.Context) (string, error) { return "", errors.New("prices-api: 503") }
-	cached := func(_ context.Context, cause fallback.Cause, _ error) (string, error) {
-		return "cached prices (" + string(cause) + ")", nil
+	cached := func(_ context.Context, cause catalog.Cause, _ error) (string, error) {
+		return "cached prices (" + cause.String() + ")", nil
 	}
 	for range 2 {
 		v, fromFallback, err := instrument.ExecuteWithFallback(context.Background(), p, fetch, cached)
@@ -75,9 +75,12 @@ func ExampleExecuteWithFallback() {
 
 // A configuration that would retry stormwatch's own rejections is refused, naming the field.
 func ExamplePipelineConfig_Validate() {
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	rc.RetryIf = func(error, classify.Verdict) bool { return true } // "retry everything"
 	err := instrument.PipelineConfig{Retry: &rc, Breaker: &breaker.Config{}}.Validate()
-	fmt.Println(err != nil && strings.HasPrefix(err.Error(), `instrument: pipeline "pipeline": Retry.RetryIf = func: returns true for stormwatch's own rejection`))
-	// Output: true
+	var ce *instrument.ConfigError
+	if errors.As(err, &ce) {
+		fmt.Println(ce.Primitive, ce.Field)
+	}
+	// Output: pipeline Retry.RetryIf
 }

@@ -1,10 +1,12 @@
 package instrument
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
@@ -79,8 +81,8 @@ type PipelineConfig struct {
 
 // Validate checks the configuration as [Registry.Pipeline] does, without creating anything: each
 // layer's own configuration, the order, and the combinations a pipeline refuses because they
-// would retry stormwatch's own rejections or let a full bulkhead trip the breaker. The error
-// names the field and its value.
+// would retry stormwatch's own rejections or let a full bulkhead trip the breaker. The error is a
+// [*ConfigError] naming the field and its value.
 func (c PipelineConfig) Validate() error {
 	if err := c.validate("pipeline"); err != nil {
 		return err
@@ -88,19 +90,22 @@ func (c PipelineConfig) Validate() error {
 	return c.validateLayers("pipeline")
 }
 
+// pipelinePrimitive is the Primitive of a pipeline's configuration errors.
+const pipelinePrimitive = "pipeline"
+
 // rejectionProbes are the errors with which stormwatch refuses calls; validation asks the
 // user's hooks what they would do with them.
 var rejectionProbes = []error{
-	&breaker.OpenError{Name: "probe", State: breaker.Open},
+	&breaker.OpenError{Name: "probe", State: catalog.StateOpen},
 	&bulkhead.FullError{Name: "probe", MaxConcurrent: 1},
 }
 
 func (c PipelineConfig) validate(name string) error {
 	bad := func(field string, value any, reason string) error {
-		return fmt.Errorf("instrument: pipeline %q: %s = %v: %s", name, field, value, reason)
+		return &ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field, Value: value, Reason: reason}
 	}
 	if name == "" {
-		return errors.New("instrument: pipeline name must not be empty")
+		return bad("name", "", "must not be empty")
 	}
 	switch c.Order {
 	case BreakerPerAttempt, BreakerPerCall:
@@ -114,14 +119,14 @@ func (c PipelineConfig) validate(name string) error {
 				"the Timeout layer already bounds each attempt; set the per-attempt limit in Timeout only")
 		}
 		for _, probe := range rejectionProbes {
-			v := classify.Verdict{Class: classify.ClassRejected}
+			v := classify.Verdict{Class: catalog.ClassRejected}
 			if rc.RetryIf != nil && probeRetryIf(rc.RetryIf, probe, v) {
-				return bad("Retry.RetryIf", "func", fmt.Sprintf(
+				return bad("Retry.RetryIf", nil, fmt.Sprintf(
 					"returns true for stormwatch's own rejection (%T): a pipeline never retries an open breaker or a full bulkhead; return v.Retryable for class %q",
-					probe, classify.ClassRejected))
+					probe, catalog.ClassRejected))
 			}
 			if rc.Classify != nil && probeClassify(rc.Classify, probe).Retryable {
-				return bad("Retry.Classify", "func", fmt.Sprintf(
+				return bad("Retry.Classify", nil, fmt.Sprintf(
 					"calls stormwatch's own rejection (%T) retryable: a pipeline never retries an open breaker or a full bulkhead; classify it with classify.ClassifyError",
 					probe))
 			}
@@ -129,17 +134,22 @@ func (c PipelineConfig) validate(name string) error {
 	}
 	if c.Breaker != nil && c.Breaker.Classify != nil && c.Bulkhead != nil &&
 		probeBreaker(c.Breaker.Classify, rejectionProbes[1]) == breaker.OutcomeFailure {
-		return bad("Breaker.Classify", "func",
+		return bad("Breaker.Classify", nil,
 			"counts a bulkhead rejection (bulkhead.ErrFull) as a failure, so a saturated bulkhead would trip the breaker; return breaker.OutcomeIgnored for it (see instrument.BreakerOutcome)")
 	}
 	return nil
 }
 
 // validateLayers validates each layer's own configuration by building (and dropping) the
-// primitive, so that an invalid layer is refused before any layer is registered.
+// primitive, so that an invalid layer is refused before any layer is registered. A layer's
+// *ConfigError is reported as the pipeline's, its field prefixed by the layer ("Retry.MaxAttempts").
 func (c PipelineConfig) validateLayers(name string) error {
 	layer := func(field string, err error) error {
-		return fmt.Errorf("instrument: pipeline %q: %s: %w", name, field, err)
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return &ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field + "." + ce.Field, Value: ce.Value, Reason: ce.Reason}
+		}
+		return fmt.Errorf("pipeline %q: %s: %w", name, field, err)
 	}
 	if c.Retry != nil {
 		if _, err := retry.New(name, *c.Retry); err != nil {
@@ -225,8 +235,9 @@ type Pipeline struct {
 // Pipeline returns a pipeline called name whose layers are the registry's primitives called
 // name, each created with its part of cfg on first use (get-or-create: a primitive that already
 // exists keeps its configuration). cfg is validated first (see [PipelineConfig.Validate]);
-// nothing is created when it is invalid. Past the cardinality guard, the pipeline's layers are
-// the shared [OverflowName] primitives (see [Pipeline.Overflowed]).
+// nothing is created when it is invalid (the error is a [*ConfigError]). Past the cardinality
+// guard, the pipeline's layers are the shared catalog.OverflowName primitives (see
+// [Pipeline.Overflowed]).
 func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) {
 	if err := cfg.validate(name); err != nil {
 		return nil, err
@@ -241,7 +252,7 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 	if cfg.Retry != nil {
 		rc := *cfg.Retry
 		if rc.MinAttemptTime == 0 && cfg.Timeout != nil {
-			rc.MinAttemptTime = cfg.Timeout.Timeout
+			rc.MinAttemptTime = cmp.Or(cfg.Timeout.Timeout, timeout.DefaultTimeout)
 		}
 		if p.retry, err = r.Retry(name, rc); err != nil {
 			return nil, err
@@ -283,11 +294,11 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 // would (the names exist, or the guard maps them to an existing overflow instance), the layer
 // configurations are ignored and need no validation — which keeps the overflow path cheap.
 func (c PipelineConfig) createsAny(r *Registry, name string) bool {
-	return (c.Retry != nil && wouldCreate(familyOf[*retry.Retry](r, KindRetry), name)) ||
-		(c.Breaker != nil && wouldCreate(familyOf[*breaker.Breaker](r, KindBreaker), name)) ||
-		(c.Bulkhead != nil && wouldCreate(familyOf[*bulkhead.Bulkhead](r, KindBulkhead), name)) ||
-		(c.Timeout != nil && wouldCreate(familyOf[*timeout.Timeout](r, KindTimeout), name)) ||
-		(c.Fallback != nil && wouldCreate(familyOf[*fallback.Fallback](r, KindFallback), name))
+	return (c.Retry != nil && wouldCreate(familyOf[*retry.Retry](r, catalog.Retry), name)) ||
+		(c.Breaker != nil && wouldCreate(familyOf[*breaker.Breaker](r, catalog.CircuitBreaker), name)) ||
+		(c.Bulkhead != nil && wouldCreate(familyOf[*bulkhead.Bulkhead](r, catalog.Bulkhead), name)) ||
+		(c.Timeout != nil && wouldCreate(familyOf[*timeout.Timeout](r, catalog.Timeout), name)) ||
+		(c.Fallback != nil && wouldCreate(familyOf[*fallback.Fallback](r, catalog.Fallback), name))
 }
 
 // wouldCreate reports whether f.get(name, …) would call its create function.
@@ -297,8 +308,8 @@ func wouldCreate[T any](f *family[T], name string) bool {
 	if _, ok := f.byName[name]; ok {
 		return false
 	}
-	if f.named >= f.limit || name == OverflowName {
-		_, ok := f.byName[OverflowName]
+	if f.named >= f.limit || name == catalog.OverflowName {
+		_, ok := f.byName[catalog.OverflowName]
 		return !ok
 	}
 	return true
@@ -312,7 +323,7 @@ func (p *Pipeline) Name() string { return p.name }
 func (p *Pipeline) Order() Order { return p.order }
 
 // Overflowed reports whether the registry's cardinality guard refused the pipeline's name for
-// at least one layer, which then is the shared [OverflowName] primitive.
+// at least one layer, which then is the shared catalog.OverflowName primitive.
 func (p *Pipeline) Overflowed() bool { return p.overflow }
 
 // Retry returns the retry layer, or nil.
@@ -364,10 +375,10 @@ func (p *Pipeline) Do(ctx context.Context, fn func(ctx context.Context) error) e
 // pipeline's fallback answers, fb runs with the cause and the error, and fromFallback is true
 // (err is then fb's). Without a fallback layer fb never runs.
 func (p *Pipeline) DoWithFallback(ctx context.Context, fn func(ctx context.Context) error,
-	fb func(ctx context.Context, cause fallback.Cause, err error) error) (fromFallback bool, err error) {
+	fb func(ctx context.Context, cause catalog.Cause, err error) error) (fromFallback bool, err error) {
 	var ff fallback.Func[struct{}]
 	if fb != nil {
-		ff = func(ctx context.Context, cause fallback.Cause, err error) (struct{}, error) {
+		ff = func(ctx context.Context, cause catalog.Cause, err error) (struct{}, error) {
 			return struct{}{}, fb(ctx, cause, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -58,7 +59,7 @@ func newTraced(t *testing.T, order Order, breakerCfg breaker.Config) (*Registry,
 	fake := clock.NewFake(time.Now())
 	reg, err := NewRegistry()
 	require.NoError(t, err)
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	rc.Backoff = retry.Backoff{Strategy: retry.Constant, Base: 100 * time.Millisecond}
 	rc.Budget.Disabled = true
 	rc.Clock = fake
@@ -77,8 +78,8 @@ func newTraced(t *testing.T, order Order, breakerCfg breaker.Config) (*Registry,
 	hub.Outcomes.Add(func(e events.CallOutcome) { tr.add("breaker:%s", e.Kind) })
 	hub.Rejections.Add(func(e events.Rejection) { tr.add("rejected:%s", e.Primitive) })
 	hub.Retries.Add(func(e events.Retry) {
-		tr.add("retry:%s inflight=%d", e.Outcome, p.Bulkhead().Stats().InFlight)
-		if e.Outcome == retry.OutcomeRetrying {
+		tr.add("retry:%s inflight=%d", e.Outcome, p.Bulkhead().Snapshot().InFlight)
+		if e.Outcome == catalog.OutcomeRetrying {
 			tr.retrying <- e
 		}
 	})
@@ -99,7 +100,7 @@ func driveRetries(t *testing.T, p *Pipeline, fake *clock.Fake, tr *tracer, n int
 			t.Fatalf("retry %d never happened; trace %v", i+1, tr.get())
 		}
 		require.True(t, fake.WaitForTimers(1, nil))
-		st := p.Bulkhead().Stats()
+		st := p.Bulkhead().Snapshot()
 		assert.Equal(t, 0, st.InFlight, "no bulkhead permit is held during the backoff wait")
 		assert.Equal(t, 0, st.Waiting)
 		tr.add("wait %s inflight=%d", e.Delay, st.InFlight)
@@ -134,7 +135,7 @@ func TestPipelineOrderTrace(t *testing.T) {
 				v            string
 				fromFallback bool
 				err          error
-				cause        fallback.Cause
+				cause        catalog.Cause
 				causeErr     error
 			}
 			done := make(chan result, 1)
@@ -144,10 +145,10 @@ func TestPipelineOrderTrace(t *testing.T) {
 					func(ctx context.Context) (string, error) {
 						calls++
 						_, hasDeadline := ctx.Deadline()
-						tr.add("call#%d inflight=%d deadline=%t", calls, p.Bulkhead().Stats().InFlight, hasDeadline)
+						tr.add("call#%d inflight=%d deadline=%t", calls, p.Bulkhead().Snapshot().InFlight, hasDeadline)
 						return "", errBoom
 					},
-					func(_ context.Context, cause fallback.Cause, err error) (string, error) {
+					func(_ context.Context, cause catalog.Cause, err error) (string, error) {
 						r.cause, r.causeErr = cause, err
 						return "degraded", nil
 					})
@@ -164,7 +165,7 @@ func TestPipelineOrderTrace(t *testing.T) {
 			require.NoError(t, r.err)
 			assert.True(t, r.fromFallback)
 			assert.Equal(t, "degraded", r.v)
-			assert.Equal(t, fallback.CauseRetriesExhausted, r.cause, "the fallback receives the cause")
+			assert.Equal(t, catalog.CauseRetriesExhausted, r.cause, "the fallback receives the cause")
 			assert.ErrorIs(t, r.causeErr, errBoom, "and the error")
 			var rerr *retry.Error
 			require.ErrorAs(t, r.causeErr, &rerr)
@@ -176,10 +177,10 @@ func TestPipelineOrderTrace(t *testing.T) {
 			if tt.order == BreakerPerCall {
 				wantBreakerCalls = 1
 			}
-			assert.Equal(t, wantBreakerCalls, snap.Calls[breaker.Failed])
-			assert.Equal(t, uint64(3), p.Bulkhead().Stats().Permitted)
-			assert.Equal(t, timeout.Stats{Failed: 3}, p.Timeout().Stats())
-			assert.Equal(t, uint64(1), p.Fallback().Stats().ByCause(fallback.CauseRetriesExhausted))
+			assert.Equal(t, wantBreakerCalls, snap.Calls[catalog.CallFailed])
+			assert.Equal(t, uint64(3), p.Bulkhead().Snapshot().Calls[catalog.AdmissionPermitted])
+			assert.Equal(t, timeout.Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 3}}, p.Timeout().Snapshot())
+			assert.Equal(t, uint64(1), p.Fallback().Snapshot().Calls[catalog.CauseRetriesExhausted])
 		})
 	}
 }
@@ -211,14 +212,14 @@ func TestPipelineNeverRetriesTheBreakersRejection(t *testing.T) {
 		"rejected:circuitbreaker", "retry:gave_up inflight=0",
 	}, tr.get())
 	assert.Equal(t, uint64(1), p.Breaker().Snapshot().NotPermitted)
-	assert.Equal(t, uint64(1), p.Bulkhead().Stats().Permitted, "the rejected attempt never took a permit")
+	assert.Equal(t, uint64(1), p.Bulkhead().Snapshot().Calls[catalog.AdmissionPermitted], "the rejected attempt never took a permit")
 
 	// Now open: a new call is refused at once, returned unchanged, and the fallback gets
 	// circuit_open.
 	fromFallback, err := p.DoWithFallback(context.Background(),
 		func(context.Context) error { calls++; return nil },
-		func(_ context.Context, cause fallback.Cause, err error) error {
-			assert.Equal(t, fallback.CauseCircuitOpen, cause)
+		func(_ context.Context, cause catalog.Cause, err error) error {
+			assert.Equal(t, catalog.CauseCircuitOpen, cause)
 			assert.ErrorIs(t, err, breaker.ErrOpen)
 			return nil
 		})
@@ -233,21 +234,21 @@ func TestPipelineNeverRetriesTheBulkheadsRejection(t *testing.T) {
 	require.NoError(t, err)
 	defer release()
 	calls := 0
-	var gotCause fallback.Cause
+	var gotCause catalog.Cause
 	fromFallback, err := p.DoWithFallback(context.Background(),
 		func(context.Context) error { calls++; return nil },
-		func(_ context.Context, cause fallback.Cause, err error) error {
+		func(_ context.Context, cause catalog.Cause, err error) error {
 			gotCause = cause
 			return err
 		})
 	assert.True(t, fromFallback)
 	require.ErrorIs(t, err, bulkhead.ErrFull)
-	assert.Equal(t, fallback.CauseBulkheadFull, gotCause)
+	assert.Equal(t, catalog.CauseBulkheadFull, gotCause)
 	assert.Zero(t, calls)
 	assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "no retry of a full bulkhead")
 	snap := p.Breaker().Snapshot()
-	assert.Equal(t, uint64(1), snap.Calls[breaker.Ignored], "a full bulkhead is not a breaker failure")
-	assert.Equal(t, uint64(0), snap.Calls[breaker.Failed])
+	assert.Equal(t, uint64(1), snap.Calls[catalog.CallIgnored], "a full bulkhead is not a breaker failure")
+	assert.Equal(t, uint64(0), snap.Calls[catalog.CallFailed])
 	assert.Equal(t, []string{"rejected:bulkhead", "breaker:ignored", "fallback:bulkhead_full"}, tr.get())
 }
 
@@ -288,7 +289,7 @@ func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond}, at)
 		var rerr *retry.Error
 		require.ErrorAs(t, err2, &rerr)
-		assert.Equal(t, retry.OutcomeGaveUp, rerr.Outcome())
+		assert.Equal(t, catalog.OutcomeGaveUp, rerr.Outcome())
 	})
 
 	t.Run("the caller's deadline on the wall clock", func(t *testing.T) {
@@ -317,7 +318,7 @@ func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 		assert.NotErrorIs(t, err, timeout.ErrTimedOut, "the caller's deadline, not the attempt's")
 		assert.Less(t, time.Since(start), guard)
 		assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "no retry after the caller's deadline")
-		assert.Equal(t, 0, p.Bulkhead().Stats().InFlight)
+		assert.Equal(t, 0, p.Bulkhead().Snapshot().InFlight)
 	})
 }
 
@@ -342,68 +343,82 @@ func TestPipelineTimeoutIsRetriedWhenIdempotent(t *testing.T) {
 		} else {
 			assert.Equal(t, 1, calls, "a timeout after the call may have run is not retried: %s", name)
 		}
-		assert.Equal(t, uint64(calls), p.Timeout().Stats().TimedOut)
+		assert.Equal(t, uint64(calls), p.Timeout().Snapshot().Calls[catalog.TimeoutTimedOut])
 	}
 }
 
 func TestPipelineValidation(t *testing.T) {
 	rc := func(f func(*retry.Config)) *retry.Config {
-		c := retry.DefaultConfig()
+		c := retry.Config{}
 		f(&c)
 		return &c
 	}
 	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
 	tests := []struct {
-		name string
-		cfg  PipelineConfig
-		want string
+		name  string
+		cfg   PipelineConfig
+		field string
+		value any
+		want  string
 	}{
-		{"order", PipelineConfig{Order: 7}, `instrument: pipeline "p": Order = 7: unknown order`},
+		{"order", PipelineConfig{Order: 7}, "Order", 7, `pipeline "p": Order = 7: unknown order`},
 		{"attempt timeout twice", PipelineConfig{
 			Retry:   rc(func(c *retry.Config) { c.AttemptTimeout = time.Second }),
 			Timeout: &timeout.Config{Timeout: time.Second},
-		}, `instrument: pipeline "p": Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt`},
+		}, "Retry.AttemptTimeout", time.Second, `pipeline "p": Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt`},
 		{"RetryIf retries rejections", PipelineConfig{
 			Retry: rc(func(c *retry.Config) { c.RetryIf = func(error, classify.Verdict) bool { return true } }),
-		}, `instrument: pipeline "p": Retry.RetryIf = func: returns true for stormwatch's own rejection (*breaker.OpenError)`},
+		}, "Retry.RetryIf", nil, `pipeline "p": Retry.RetryIf: returns true for stormwatch's own rejection (*breaker.OpenError)`},
 		{"RetryIf retries the bulkhead's rejection", PipelineConfig{
 			Retry: rc(func(c *retry.Config) {
 				c.RetryIf = func(err error, v classify.Verdict) bool { return errors.Is(err, bulkhead.ErrFull) || v.Retryable }
 			}),
-		}, `Retry.RetryIf = func: returns true for stormwatch's own rejection (*bulkhead.FullError)`},
+		}, "Retry.RetryIf", nil, `Retry.RetryIf: returns true for stormwatch's own rejection (*bulkhead.FullError)`},
 		{"Classify calls rejections retryable", PipelineConfig{
 			Retry: rc(func(c *retry.Config) {
 				c.Classify = func(error, bool) classify.Verdict {
-					return classify.Verdict{Retryable: true, BreakerFailure: true, Class: classify.ClassError}
+					return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
 				}
 			}),
-		}, `Retry.Classify = func: calls stormwatch's own rejection (*breaker.OpenError) retryable`},
+		}, "Retry.Classify", nil, `Retry.Classify: calls stormwatch's own rejection (*breaker.OpenError) retryable`},
 		{"breaker counts a full bulkhead", PipelineConfig{
 			Breaker:  &breaker.Config{Classify: failAll},
 			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
-		}, `instrument: pipeline "p": Breaker.Classify = func: counts a bulkhead rejection (bulkhead.ErrFull) as a failure`},
-		{"retry layer", PipelineConfig{Retry: &retry.Config{}}, `instrument: pipeline "p": Retry: retry "p": MaxAttempts = 0`},
-		{"breaker layer", PipelineConfig{Breaker: &breaker.Config{WindowSize: -1}}, `instrument: pipeline "p": Breaker: breaker "p": WindowSize = -1`},
-		{"bulkhead layer", PipelineConfig{Bulkhead: &bulkhead.Config{}}, `instrument: pipeline "p": Bulkhead: bulkhead "p": MaxConcurrent = 0`},
-		{"timeout layer", PipelineConfig{Timeout: &timeout.Config{}}, `instrument: pipeline "p": Timeout: timeout "p": Timeout = 0s`},
-		{"fallback layer", PipelineConfig{Fallback: &fallback.Config{On: []fallback.Cause{}}}, `instrument: pipeline "p": Fallback: fallback "p": On = []`},
+		}, "Breaker.Classify", nil, `pipeline "p": Breaker.Classify: counts a bulkhead rejection (bulkhead.ErrFull) as a failure`},
+		// A layer's own configuration error is reported as the pipeline's, the field prefixed
+		// by the layer.
+		{"retry layer", PipelineConfig{Retry: &retry.Config{MaxAttempts: -1}}, "Retry.MaxAttempts", -1, `pipeline "p": Retry.MaxAttempts = -1: must not be negative`},
+		{"breaker layer", PipelineConfig{Breaker: &breaker.Config{WindowSize: -1}}, "Breaker.WindowSize", -1, `pipeline "p": Breaker.WindowSize = -1`},
+		{"bulkhead layer", PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}, "Bulkhead.MaxConcurrent", -1, `pipeline "p": Bulkhead.MaxConcurrent = -1`},
+		{"timeout layer", PipelineConfig{Timeout: &timeout.Config{Timeout: -time.Second}}, "Timeout.Timeout", -time.Second, `pipeline "p": Timeout.Timeout = -1s`},
+		{"fallback layer", PipelineConfig{Fallback: &fallback.Config{On: []catalog.Cause{}}}, "Fallback.On", []catalog.Cause{}, `pipeline "p": Fallback.On = []`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg, err := NewRegistry()
 			require.NoError(t, err)
 			_, err = reg.Pipeline("p", tt.cfg)
-			require.Error(t, err)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "pipeline", ce.Primitive)
+			assert.Equal(t, "p", ce.Name)
+			assert.Equal(t, tt.field, ce.Field)
+			assert.Equal(t, tt.value, ce.Value)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Empty(t, reg.Retries(), "nothing is created from an invalid configuration")
 			assert.Empty(t, reg.Breakers())
 			assert.Empty(t, reg.Bulkheads())
 		})
 	}
+	zero := PipelineConfig{Retry: &retry.Config{}, Breaker: &breaker.Config{}, Bulkhead: &bulkhead.Config{},
+		Timeout: &timeout.Config{}, Fallback: &fallback.Config{}}
+	require.NoError(t, zero.Validate(), "every layer's zero Config is a working default")
 	reg, err := NewRegistry()
 	require.NoError(t, err)
 	_, err = reg.Pipeline("", PipelineConfig{})
-	require.ErrorContains(t, err, "name must not be empty")
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "name", ce.Field)
 
 	// Allowed: a RetryIf that keeps the default for rejections, and a breaker classifier that
 	// ignores them.
@@ -418,7 +433,7 @@ func TestPipelineValidation(t *testing.T) {
 func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	reg, err := NewRegistry(WithMaxNames(1))
 	require.NoError(t, err)
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	cfg := PipelineConfig{Retry: &rc, Breaker: &breaker.Config{}, Bulkhead: &bulkhead.Config{MaxConcurrent: 2},
 		Timeout: &timeout.Config{Timeout: time.Second}, Fallback: &fallback.Config{}}
 	a, err := reg.Pipeline("payments", cfg)
@@ -437,9 +452,17 @@ func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	c, err := reg.Pipeline("orders", cfg)
 	require.NoError(t, err)
 	assert.True(t, c.Overflowed())
-	assert.Equal(t, OverflowName, c.Breaker().Name())
-	assert.Equal(t, uint64(1), reg.Overflowed(KindBreaker))
-	assert.Equal(t, uint64(1), reg.Overflowed(KindRetry))
+	assert.Equal(t, catalog.OverflowName, c.Breaker().Name())
+	assert.Equal(t, uint64(1), reg.Overflowed(catalog.CircuitBreaker))
+	assert.Equal(t, uint64(1), reg.Overflowed(catalog.Retry))
+
+	// A zero Timeout layer has the default limit, and so does MinAttemptTime.
+	reg2, err := NewRegistry()
+	require.NoError(t, err)
+	z, err := reg2.Pipeline("zero-timeout", PipelineConfig{Retry: &retry.Config{}, Timeout: &timeout.Config{}})
+	require.NoError(t, err)
+	assert.Equal(t, timeout.DefaultTimeout, z.Timeout().Config().Timeout)
+	assert.Equal(t, timeout.DefaultTimeout, z.Retry().Config().MinAttemptTime)
 
 	none, err := reg.Pipeline("plain", PipelineConfig{})
 	require.NoError(t, err)
@@ -485,8 +508,8 @@ func TestPipelineFourXXNeverTripsTheBreaker(t *testing.T) {
 		err := p.Do(context.Background(), func(context.Context) error { return &retry.HTTPError{StatusCode: 404} })
 		require.Error(t, err)
 	}
-	assert.Equal(t, breaker.Closed, p.Breaker().State())
-	assert.Equal(t, uint64(10), p.Breaker().Snapshot().Calls[breaker.Successful])
+	assert.Equal(t, catalog.StateClosed, p.Breaker().State())
+	assert.Equal(t, uint64(10), p.Breaker().Snapshot().Calls[catalog.CallSuccessful])
 }
 
 func TestPipelinePanicReturnsEveryPermit(t *testing.T) {
@@ -494,16 +517,16 @@ func TestPipelinePanicReturnsEveryPermit(t *testing.T) {
 		t.Run(order.String(), func(t *testing.T) {
 			reg, err := NewRegistry()
 			require.NoError(t, err)
-			rc := retry.DefaultConfig()
+			rc := retry.Config{}
 			p, err := reg.Pipeline("api", PipelineConfig{Order: order, Retry: &rc, Breaker: &breaker.Config{},
 				Bulkhead: &bulkhead.Config{MaxConcurrent: 1}, Timeout: &timeout.Config{Timeout: time.Second}})
 			require.NoError(t, err)
 			assert.PanicsWithValue(t, "boom", func() {
 				_ = p.Do(context.Background(), func(context.Context) error { panic("boom") })
 			})
-			assert.Equal(t, 0, p.Bulkhead().Stats().InFlight)
-			assert.Equal(t, timeout.Stats{Failed: 1}, p.Timeout().Stats())
-			assert.Equal(t, uint64(1), p.Breaker().Snapshot().Calls[breaker.Ignored])
+			assert.Equal(t, 0, p.Bulkhead().Snapshot().InFlight)
+			assert.Equal(t, timeout.Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}}, p.Timeout().Snapshot())
+			assert.Equal(t, uint64(1), p.Breaker().Snapshot().Calls[catalog.CallIgnored])
 			require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }), "the permit is back")
 		})
 	}
@@ -550,7 +573,7 @@ func TestPipelineHooks(t *testing.T) {
 	assert.NoError(t, v.ctx.Err(), "the retained value's attempt context stays alive")
 	v.ctx.Value("release").(func())()
 	assert.Equal(t, context.Canceled, v.ctx.Err())
-	assert.Equal(t, uint64(2), p.Breaker().Snapshot().Calls[breaker.Failed], "the breaker sees Check's verdict")
+	assert.Equal(t, uint64(2), p.Breaker().Snapshot().Calls[catalog.CallFailed], "the breaker sees Check's verdict")
 
 	// When the fallback replaces the last value, that value is discarded too.
 	discarded = nil
@@ -558,7 +581,7 @@ func TestPipelineHooks(t *testing.T) {
 	v, fromFallback, err = ExecuteWith(context.Background(), p, func(ctx context.Context) (*value, error) {
 		n++
 		return &value{n: n, ctx: ctx}, nil
-	}, h, func(context.Context, fallback.Cause, error) (*value, error) { return &value{n: 99}, nil })
+	}, h, func(context.Context, catalog.Cause, error) (*value, error) { return &value{n: 99}, nil })
 	require.NoError(t, err)
 	assert.True(t, fromFallback)
 	assert.Equal(t, 99, v.n)
@@ -568,7 +591,7 @@ func TestPipelineHooks(t *testing.T) {
 func TestPipelineSuccessPathAllocations(t *testing.T) {
 	reg, err := NewRegistry()
 	require.NoError(t, err)
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	p, err := reg.Pipeline("hot", PipelineConfig{Retry: &rc, Breaker: &breaker.Config{},
 		Bulkhead: &bulkhead.Config{MaxConcurrent: 1 << 20}, Timeout: &timeout.Config{Timeout: time.Second},
 		Fallback: &fallback.Config{}})
@@ -597,6 +620,6 @@ func TestPipelineBreakerPerCallRejectsBeforeTheRetry(t *testing.T) {
 		logical += n
 	}
 	assert.Zero(t, logical, "no logical call reached the retry")
-	assert.Equal(t, uint64(0), p.Bulkhead().Stats().Permitted)
+	assert.Equal(t, uint64(0), p.Bulkhead().Snapshot().Calls[catalog.AdmissionPermitted])
 	assert.Equal(t, []string{"rejected:circuitbreaker"}, tr.get())
 }

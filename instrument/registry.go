@@ -7,11 +7,11 @@
 package instrument
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 )
 
@@ -19,36 +19,22 @@ import (
 // hands out per primitive kind before new names share the overflow instance.
 const DefaultMaxNames = 1000
 
-// OverflowName is the name of the shared instance that receives the calls of names refused by
-// the cardinality guard. It is exported as the `name` label value.
-const OverflowName = "_overflow"
-
-// Kind identifies a primitive kind in a registry. Its string is the catalog's primitive name.
-type Kind string
-
-// The primitive kinds a registry hands out.
-const (
-	KindBreaker  Kind = "circuitbreaker"
-	KindRetry    Kind = "retry"
-	KindBulkhead Kind = "bulkhead"
-	KindTimeout  Kind = "timeout"
-	KindFallback Kind = "fallback"
-)
-
-// Kinds lists every primitive kind in catalog order.
-var Kinds = []Kind{KindBreaker, KindRetry, KindBulkhead, KindTimeout, KindFallback}
-
 // Registry hands out named primitives: one instance per (kind, name), created on first use and
 // shared afterwards, so that one dependency is one set of series. A cardinality guard caps the
-// distinct names per kind; beyond it, new names share one instance called [OverflowName] and the
-// refusal is counted.
+// distinct names per primitive kind (catalog.Primitives); beyond it, new names share one instance
+// called catalog.OverflowName and the refusal is counted.
 //
 // The zero value is not usable; call [NewRegistry]. A Registry is safe for concurrent use.
 type Registry struct {
 	maxNames int
 	hub      *events.Hub
-	families sync.Map // Kind → *family[T]
+	families sync.Map // catalog.Primitive → *family[T]
 }
+
+// ConfigError is the error of an invalid registry option or pipeline configuration:
+// catalog.ConfigError, stormwatch's one configuration error. The primitives' own packages
+// report theirs with the same type. Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
 
 // RegistryOption configures a Registry.
 type RegistryOption func(*Registry) error
@@ -57,7 +43,7 @@ type RegistryOption func(*Registry) error
 func WithMaxNames(n int) RegistryOption {
 	return func(r *Registry) error {
 		if n < 1 {
-			return fmt.Errorf("instrument: MaxNames = %d: must be at least 1", n)
+			return &ConfigError{Primitive: string(catalog.Registry), Field: "MaxNames", Value: n, Reason: "must be at least 1"}
 		}
 		r.maxNames = n
 		return nil
@@ -69,7 +55,7 @@ func WithMaxNames(n int) RegistryOption {
 func WithEvents(hub *events.Hub) RegistryOption {
 	return func(r *Registry) error {
 		if hub == nil {
-			return fmt.Errorf("instrument: WithEvents(nil): hub must not be nil")
+			return &ConfigError{Primitive: string(catalog.Registry), Field: "Events", Reason: "the hub must not be nil"}
 		}
 		r.hub = hub
 		return nil
@@ -93,9 +79,9 @@ func (r *Registry) Events() *events.Hub { return r.hub }
 // MaxNames returns the cardinality guard's limit per kind.
 func (r *Registry) MaxNames() int { return r.maxNames }
 
-// Overflowed returns how many get-or-create calls for kind were refused a name of their own by
-// the cardinality guard.
-func (r *Registry) Overflowed(kind Kind) uint64 {
+// Overflowed returns how many get-or-create calls for kind (one of catalog.Primitives) were
+// refused a name of their own by the cardinality guard.
+func (r *Registry) Overflowed(kind catalog.Primitive) uint64 {
 	f, ok := r.families.Load(kind)
 	if !ok {
 		return 0
@@ -104,7 +90,7 @@ func (r *Registry) Overflowed(kind Kind) uint64 {
 }
 
 // familyOf returns the registry's family of primitives of type T for kind, creating it on first use.
-func familyOf[T any](r *Registry, kind Kind) *family[T] {
+func familyOf[T any](r *Registry, kind catalog.Primitive) *family[T] {
 	if f, ok := r.families.Load(kind); ok {
 		return f.(*family[T])
 	}
@@ -114,7 +100,7 @@ func familyOf[T any](r *Registry, kind Kind) *family[T] {
 
 // family is the set of primitives of one kind.
 type family[T any] struct {
-	kind  Kind
+	kind  catalog.Primitive
 	limit int
 
 	mu       sync.RWMutex
@@ -132,7 +118,8 @@ type Named[T any] struct {
 }
 
 // get returns the primitive called name, creating it with create when absent. Once limit names
-// exist, an absent name gets the shared overflow instance (created with create(OverflowName)).
+// exist, an absent name gets the shared overflow instance (created with
+// create(catalog.OverflowName)).
 func (f *family[T]) get(name string, create func(name string) (T, error)) (T, error) {
 	f.mu.RLock()
 	v, ok := f.byName[name]
@@ -142,7 +129,7 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	}
 	if name == "" {
 		var zero T
-		return zero, fmt.Errorf("instrument: %s name must not be empty", f.kind)
+		return zero, &ConfigError{Primitive: string(f.kind), Field: "name", Value: "", Reason: "must not be empty"}
 	}
 
 	f.mu.Lock()
@@ -151,9 +138,9 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 		return v, nil
 	}
 	key := name
-	if f.named >= f.limit || name == OverflowName {
+	if f.named >= f.limit || name == catalog.OverflowName {
 		f.overflow.Add(1)
-		key = OverflowName
+		key = catalog.OverflowName
 		if v, ok := f.byName[key]; ok {
 			return v, nil
 		}
@@ -164,7 +151,7 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 		return zero, err
 	}
 	f.byName[key] = v
-	if key != OverflowName {
+	if key != catalog.OverflowName {
 		f.named++
 	}
 	f.publish(key, v)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 )
@@ -30,14 +31,14 @@ func TestRegistryBreakerGetOrCreate(t *testing.T) {
 	require.NoError(t, err)
 	ov, err := reg.Breaker("inventory", breaker.Config{})
 	require.NoError(t, err)
-	assert.Equal(t, OverflowName, ov.Name())
-	assert.Equal(t, uint64(1), reg.Overflowed(KindBreaker))
+	assert.Equal(t, catalog.OverflowName, ov.Name())
+	assert.Equal(t, uint64(1), reg.Overflowed(catalog.CircuitBreaker))
 
 	var names []string
 	for _, n := range reg.Breakers() {
 		names = append(names, n.Name)
 	}
-	assert.Equal(t, []string{OverflowName, "orders", "payments"}, names)
+	assert.Equal(t, []string{catalog.OverflowName, "orders", "payments"}, names)
 }
 
 func TestRegistryBreakerEmitsToTheRegistryHub(t *testing.T) {
@@ -50,8 +51,9 @@ func TestRegistryBreakerEmitsToTheRegistryHub(t *testing.T) {
 	_ = b.Do(context.Background(), func(context.Context) error { return errors.New("down") })
 	require.Len(t, got, 1)
 	assert.Equal(t, "payments", got[0].Name)
-	assert.Equal(t, "closed", got[0].From)
-	assert.Equal(t, "open", got[0].To)
+	assert.Equal(t, catalog.StateClosed, got[0].From)
+	assert.Equal(t, catalog.StateOpen, got[0].To)
+	assert.Equal(t, catalog.TripConsecutiveFailures, got[0].Cause)
 
 	own := new(events.Hub)
 	var mine int

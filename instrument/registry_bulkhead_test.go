@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 )
@@ -17,9 +18,11 @@ func TestRegistryBulkhead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, r.Bulkheads())
 
-	_, err = r.Bulkhead("payments", bulkhead.Config{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `bulkhead "payments": MaxConcurrent = 0`)
+	_, err = r.Bulkhead("payments", bulkhead.Config{MaxConcurrent: -1})
+	var ce *bulkhead.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "MaxConcurrent", ce.Field)
+	assert.Equal(t, -1, ce.Value)
 	assert.Empty(t, r.Bulkheads(), "a failed creation registers nothing")
 
 	p, err := r.Bulkhead("payments", bulkhead.Config{MaxConcurrent: 30, MaxWait: 200 * time.Millisecond})
@@ -27,18 +30,18 @@ func TestRegistryBulkhead(t *testing.T) {
 	p2, err := r.Bulkhead("payments", bulkhead.Config{MaxConcurrent: 1})
 	require.NoError(t, err)
 	assert.Same(t, p, p2, "one bulkhead per name; the first config wins")
-	assert.Equal(t, 30, p2.MaxConcurrent())
+	assert.Equal(t, 30, p2.Config().MaxConcurrent)
 
 	inv, err := r.Bulkhead("inventory", bulkhead.Config{MaxConcurrent: 20})
 	require.NoError(t, err)
 	over, err := r.Bulkhead("risk", bulkhead.Config{MaxConcurrent: 15})
 	require.NoError(t, err)
-	assert.Equal(t, OverflowName, over.Name())
-	assert.Equal(t, uint64(1), r.Overflowed(KindBulkhead))
+	assert.Equal(t, catalog.OverflowName, over.Name())
+	assert.Equal(t, uint64(1), r.Overflowed(catalog.Bulkhead))
 
 	all := r.Bulkheads()
 	require.Len(t, all, 3)
-	assert.Equal(t, []string{OverflowName, "inventory", "payments"}, []string{all[0].Name, all[1].Name, all[2].Name})
+	assert.Equal(t, []string{catalog.OverflowName, "inventory", "payments"}, []string{all[0].Name, all[1].Name, all[2].Name})
 	assert.Same(t, inv, all[1].Value)
 
 	// The registry's hub receives the bulkhead's rejections.
@@ -58,5 +61,5 @@ func TestRegistryBulkhead(t *testing.T) {
 	require.ErrorIs(t, err, bulkhead.ErrFull)
 	require.Len(t, rejections, 1)
 	assert.Equal(t, "inventory", rejections[0].Name)
-	assert.Equal(t, "bulkhead", rejections[0].Primitive)
+	assert.Equal(t, catalog.Bulkhead, rejections[0].Primitive)
 }

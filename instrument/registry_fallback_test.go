@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
@@ -21,16 +22,18 @@ func TestRegistryFallback(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, r.Fallbacks())
 
-	_, err = r.Fallback("prices", fallback.Config{On: []fallback.Cause{"nope"}})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `fallback "prices": On contains "nope"`)
+	_, err = r.Fallback("prices", fallback.Config{On: []catalog.Cause{catalog.Cause(42)}})
+	var ce *fallback.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "prices", ce.Name)
+	assert.Equal(t, "On[0]", ce.Field)
 
-	f, err := r.Fallback("prices", fallback.Config{On: []fallback.Cause{fallback.CauseError}})
+	f, err := r.Fallback("prices", fallback.Config{On: []catalog.Cause{catalog.CauseError}})
 	require.NoError(t, err)
 	f2, err := r.Fallback("prices", fallback.Config{})
 	require.NoError(t, err)
 	assert.Same(t, f, f2)
-	assert.False(t, f2.Handles(fallback.CauseTimeout), "the first config wins")
+	assert.False(t, f2.Handles(catalog.CauseTimeout), "the first config wins")
 
 	var got []events.Fallback
 	r.Events().Fallbacks.Add(func(e events.Fallback) { got = append(got, e) })
@@ -46,7 +49,7 @@ func TestRegistryFallback(t *testing.T) {
 	assert.True(t, fromFallback)
 	assert.Equal(t, 7, n)
 
-	assert.Equal(t, uint64(2), f.Stats().ByCause(fallback.CauseError))
+	assert.Equal(t, uint64(2), f.Snapshot().Calls[catalog.CauseError])
 	require.Len(t, got, 2)
 	assert.Equal(t, "prices", got[0].Name)
 
@@ -71,7 +74,7 @@ func ExampleRegistry_Fallback() {
 		panic(err)
 	}
 	fb, err := reg.Fallback("prices-api", fallback.Config{
-		On: []fallback.Cause{fallback.CauseBulkheadFull, fallback.CauseTimeout},
+		On: []catalog.Cause{catalog.CauseBulkheadFull, catalog.CauseTimeout},
 	})
 	if err != nil {
 		panic(err)
@@ -87,12 +90,12 @@ func ExampleRegistry_Fallback() {
 				return timeout.Call(ctx, to, slowFetch)
 			})
 		},
-		func(_ context.Context, cause fallback.Cause, _ error) (float64, error) {
+		func(_ context.Context, cause catalog.Cause, _ error) (float64, error) {
 			fmt.Println("fallback cause:", cause)
 			return 9.99, nil // last known price
 		})
 	fmt.Println(price, fromFallback, err)
-	fmt.Println("timed out:", to.Stats().TimedOut, "in flight:", bh.Stats().InFlight)
+	fmt.Println("timed out:", to.Snapshot().Calls[catalog.TimeoutTimedOut], "in flight:", bh.Snapshot().InFlight)
 	// Output:
 	// fallback cause: timeout
 	// 9.99 true <nil>

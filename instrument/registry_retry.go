@@ -1,14 +1,17 @@
 package instrument
 
-import "github.com/stormwatch-go/stormwatch/instrument/retry"
+import (
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+)
 
 // Retry returns the retry called name, creating it with cfg on first use; later calls with the
 // same name return the same retry — and so share its retry budget — and ignore cfg. The
 // registry's event hub replaces cfg.Events. Past the cardinality guard, new names share the retry
-// called [OverflowName] (created with the cfg of the call that first overflowed). An invalid cfg
+// called catalog.OverflowName (created with the cfg of the call that first overflowed). An invalid cfg
 // is an error on creation.
 func (r *Registry) Retry(name string, cfg retry.Config) (*retry.Retry, error) {
-	return familyOf[*retry.Retry](r, KindRetry).get(name, func(name string) (*retry.Retry, error) {
+	return familyOf[*retry.Retry](r, catalog.Retry).get(name, func(name string) (*retry.Retry, error) {
 		cfg.Events = r.hub
 		return retry.New(name, cfg)
 	})
@@ -16,5 +19,5 @@ func (r *Registry) Retry(name string, cfg retry.Config) (*retry.Retry, error) {
 
 // Retries returns the registry's retries sorted by name. The slice must not be modified.
 func (r *Registry) Retries() []Named[*retry.Retry] {
-	return familyOf[*retry.Retry](r, KindRetry).all()
+	return familyOf[*retry.Retry](r, catalog.Retry).all()
 }

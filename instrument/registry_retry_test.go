@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
@@ -16,7 +17,7 @@ import (
 func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
 	reg, err := NewRegistry(WithMaxNames(2))
 	require.NoError(t, err)
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.Budget = retry.BudgetConfig{NoFloor: true}
 	a, err := reg.Retry("payments", cfg)
 	require.NoError(t, err)
@@ -31,20 +32,22 @@ func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
 	}
 	assert.Equal(t, 1, a2.Budget().Tokens())
 
-	_, err = reg.Retry("orders", retry.Config{})
-	require.ErrorContains(t, err, "MaxAttempts = 0")
+	_, err = reg.Retry("orders", retry.Config{MaxAttempts: -1})
+	var ce *retry.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "MaxAttempts", ce.Field)
 	_, err = reg.Retry("orders", cfg)
 	require.NoError(t, err)
 	ov, err := reg.Retry("inventory", cfg)
 	require.NoError(t, err)
-	assert.Equal(t, OverflowName, ov.Name())
-	assert.Equal(t, uint64(1), reg.Overflowed(KindRetry))
+	assert.Equal(t, catalog.OverflowName, ov.Name())
+	assert.Equal(t, uint64(1), reg.Overflowed(catalog.Retry))
 
 	var names []string
 	for _, n := range reg.Retries() {
 		names = append(names, n.Name)
 	}
-	assert.Equal(t, []string{OverflowName, "orders", "payments"}, names)
+	assert.Equal(t, []string{catalog.OverflowName, "orders", "payments"}, names)
 }
 
 func TestRegistryRetryEmitsToTheRegistryHub(t *testing.T) {
@@ -52,7 +55,7 @@ func TestRegistryRetryEmitsToTheRegistryHub(t *testing.T) {
 	require.NoError(t, err)
 	var got []events.Retry
 	reg.Events().Retries.Add(func(e events.Retry) { got = append(got, e) })
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.MaxAttempts = 1
 	cfg.Events = new(events.Hub) // replaced by the registry's hub
 	r, err := reg.Retry("payments", cfg)
@@ -65,17 +68,17 @@ func TestRegistryRetryEmitsToTheRegistryHub(t *testing.T) {
 	_ = r2.Do(context.Background(), func(context.Context) error { return errors.New("x") })
 	require.Len(t, got, 2)
 	assert.Equal(t, "orders", got[0].Name)
-	assert.Equal(t, retry.OutcomeRetrying, got[0].Outcome)
-	assert.Equal(t, retry.OutcomeGaveUp, got[1].Outcome)
+	assert.Equal(t, catalog.OutcomeRetrying, got[0].Outcome)
+	assert.Equal(t, catalog.OutcomeGaveUp, got[1].Outcome)
 }
 
 // One retry per dependency, shared by name: every caller of "payments-api" draws on one budget.
 func ExampleRegistry_Retry() {
 	reg, _ := NewRegistry()
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.None}
 	r, _ := reg.Retry("payments-api", cfg)
-	same, _ := reg.Retry("payments-api", retry.DefaultConfig())
+	same, _ := reg.Retry("payments-api", retry.Config{})
 	calls := 0
 	err := r.Do(context.Background(), func(context.Context) error {
 		calls++

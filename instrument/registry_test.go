@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 type fake struct{ name string }
@@ -16,10 +18,15 @@ func newFake(name string) (*fake, error) { return &fake{name: name}, nil }
 
 func TestRegistryOptionsValidate(t *testing.T) {
 	_, err := NewRegistry(WithMaxNames(0))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "MaxNames = 0")
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, string(catalog.Registry), ce.Primitive)
+	assert.Equal(t, "MaxNames", ce.Field)
+	assert.Equal(t, 0, ce.Value)
+	assert.EqualError(t, err, "registry: MaxNames = 0: must be at least 1")
 	_, err = NewRegistry(WithEvents(nil))
-	require.Error(t, err)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Events", ce.Field)
 
 	r, err := NewRegistry()
 	require.NoError(t, err)
@@ -30,8 +37,8 @@ func TestRegistryOptionsValidate(t *testing.T) {
 func TestFamilyGetOrCreate(t *testing.T) {
 	r, err := NewRegistry(WithMaxNames(2))
 	require.NoError(t, err)
-	f := familyOf[*fake](r, Kind("test"))
-	assert.Same(t, f, familyOf[*fake](r, Kind("test")), "one family per kind")
+	f := familyOf[*fake](r, catalog.Primitive("test"))
+	assert.Same(t, f, familyOf[*fake](r, catalog.Primitive("test")), "one family per kind")
 
 	a, err := f.get("a", newFake)
 	require.NoError(t, err)
@@ -40,8 +47,10 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	assert.Same(t, a, a2, "same name, same instance")
 
 	_, err = f.get("", newFake)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "name must not be empty")
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "test", ce.Primitive)
+	assert.Equal(t, "name", ce.Field)
 
 	b, err := f.get("b", newFake)
 	require.NoError(t, err)
@@ -53,9 +62,9 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	d, err := f.get("d", newFake)
 	require.NoError(t, err)
 	assert.Same(t, c, d)
-	assert.Equal(t, OverflowName, c.name)
-	assert.Equal(t, uint64(2), r.Overflowed(Kind("test")))
-	assert.Equal(t, uint64(0), r.Overflowed(KindBreaker), "other kinds unaffected")
+	assert.Equal(t, catalog.OverflowName, c.name)
+	assert.Equal(t, uint64(2), r.Overflowed(catalog.Primitive("test")))
+	assert.Equal(t, uint64(0), r.Overflowed(catalog.CircuitBreaker), "other kinds unaffected")
 
 	// Existing names keep working after the guard is reached.
 	a3, err := f.get("a", newFake)
@@ -66,7 +75,7 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	for _, n := range f.all() {
 		names = append(names, n.Name)
 	}
-	assert.Equal(t, []string{OverflowName, "a", "b"}, names, "sorted snapshot")
+	assert.Equal(t, []string{catalog.OverflowName, "a", "b"}, names, "sorted snapshot")
 
 	got, ok := f.lookup("b")
 	assert.True(t, ok)
@@ -78,7 +87,7 @@ func TestFamilyGetOrCreate(t *testing.T) {
 func TestFamilyCreateErrorIsReturnedAndNotStored(t *testing.T) {
 	r, err := NewRegistry()
 	require.NoError(t, err)
-	f := familyOf[*fake](r, Kind("test"))
+	f := familyOf[*fake](r, catalog.Primitive("test"))
 	boom := errors.New("bad config")
 	_, err = f.get("x", func(string) (*fake, error) { return nil, boom })
 	require.ErrorIs(t, err, boom)
@@ -91,7 +100,7 @@ func TestFamilyCreateErrorIsReturnedAndNotStored(t *testing.T) {
 func TestFamilyConcurrentGetOrCreate(t *testing.T) {
 	r, err := NewRegistry(WithMaxNames(50))
 	require.NoError(t, err)
-	f := familyOf[*fake](r, Kind("test"))
+	f := familyOf[*fake](r, catalog.Primitive("test"))
 	var created sync.Map
 	var wg sync.WaitGroup
 	for g := 0; g < 32; g++ {
@@ -113,5 +122,5 @@ func TestFamilyConcurrentGetOrCreate(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, f.all(), 51, "50 names and the overflow instance")
-	assert.Equal(t, uint64(32*50), r.Overflowed(Kind("test")), "every refused get-or-create counted")
+	assert.Equal(t, uint64(32*50), r.Overflowed(catalog.Primitive("test")), "every refused get-or-create counted")
 }

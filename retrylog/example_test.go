@@ -39,7 +39,7 @@ func Example() {
 	l, _ := retrylog.New(h)
 	defer l.Attach(reg.Events())()
 
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.MaxAttempts = 2
 	cfg.Backoff = retry.Backoff{Strategy: retry.Constant, Base: 250 * time.Millisecond}
 	cfg.Clock = &instantClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
@@ -56,5 +56,5 @@ func Example() {
 	})
 	// Output:
 	// {"level":"WARN","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":1,"max_attempts":2,"elapsed_ms":0,"delay_ms":250,"delay_source":"backoff","error_class":"error","outcome":"retrying"}
-	// {"level":"INFO","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":2,"max_attempts":2,"elapsed_ms":250,"delay_ms":0,"delay_source":"","error_class":"","outcome":"succeeded"}
+	// {"level":"INFO","msg":"retry","event":"retry","name":"payments-api","correlation_id":"req-42","endpoint":"","attempt":2,"max_attempts":2,"elapsed_ms":250,"delay_ms":0,"outcome":"succeeded"}
 }

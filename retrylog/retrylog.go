@@ -1,4 +1,4 @@
-// Package retrylog writes the retry log: one log/slog record per retry decision (SPEC §8).
+// Package retrylog writes the retry log: one log/slog record per retry decision.
 //
 // A [Logger] listens to the Retries of an events hub (usually a registry's) and writes, for every
 // decision, a record with message "retry" and exactly these attributes:
@@ -11,8 +11,8 @@
 //	max_attempts    the configured bound
 //	elapsed_ms      since the logical call began
 //	delay_ms        the delay before the next attempt (0 when none follows)
-//	delay_source    backoff or retry_after ("" when no delay follows)
-//	error_class     the attempt's failure class ("" on success)
+//	delay_source    backoff or retry_after; absent when no delay follows (outcome other than retrying)
+//	error_class     the attempt's failure class; absent on success
 //	http_status     the response status; absent when there was no response
 //	outcome         retrying, succeeded, gave_up, aborted or budget_exhausted
 //
@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
@@ -52,7 +53,7 @@ const maxNames = 10_000
 // Logger turns retry events into slog records. It is safe for concurrent use.
 type Logger struct {
 	h      slog.Handler
-	levels map[string]slog.Level
+	levels [catalog.NumOutcomes]slog.Level
 	limit  int
 	clk    clock.Clock
 
@@ -70,10 +71,10 @@ type window struct {
 type Option func(*Logger) error
 
 // WithLevel sets the level of the records of one outcome.
-func WithLevel(outcome string, level slog.Level) Option {
+func WithLevel(outcome catalog.Outcome, level slog.Level) Option {
 	return func(l *Logger) error {
-		if _, ok := l.levels[outcome]; !ok {
-			return fmt.Errorf("retrylog: WithLevel(%q): unknown outcome (want one of %v)", outcome, retry.Outcomes)
+		if outcome >= catalog.NumOutcomes {
+			return fmt.Errorf("retrylog: WithLevel(%v): unknown outcome (want one of %v)", outcome, catalog.Outcomes)
 		}
 		l.levels[outcome] = level
 		return nil
@@ -109,12 +110,12 @@ func New(h slog.Handler, opts ...Option) (*Logger, error) {
 	}
 	l := &Logger{
 		h: h,
-		levels: map[string]slog.Level{
-			retry.OutcomeRetrying:        slog.LevelWarn,
-			retry.OutcomeBudgetExhausted: slog.LevelWarn,
-			retry.OutcomeGaveUp:          slog.LevelError,
-			retry.OutcomeSucceeded:       slog.LevelInfo,
-			retry.OutcomeAborted:         slog.LevelDebug,
+		levels: [catalog.NumOutcomes]slog.Level{
+			catalog.OutcomeRetrying:        slog.LevelWarn,
+			catalog.OutcomeBudgetExhausted: slog.LevelWarn,
+			catalog.OutcomeGaveUp:          slog.LevelError,
+			catalog.OutcomeSucceeded:       slog.LevelInfo,
+			catalog.OutcomeAborted:         slog.LevelDebug,
 		},
 		limit: DefaultRateLimit,
 		clk:   clock.Real{},
@@ -143,9 +144,9 @@ func (l *Logger) Attach(hub *events.Hub) (detach func()) {
 
 // Log writes the record of one retry decision, unless the name's rate limit suppresses it.
 func (l *Logger) Log(e events.Retry) {
-	level, ok := l.levels[e.Outcome]
-	if !ok {
-		level = slog.LevelWarn
+	level := slog.LevelWarn
+	if e.Outcome < catalog.NumOutcomes {
+		level = l.levels[e.Outcome]
 	}
 	ctx := e.Context
 	if ctx == nil {
@@ -172,7 +173,7 @@ func (l *Logger) Log(e events.Retry) {
 	}
 	r := slog.NewRecord(at, level, Message, 0)
 	attrs := [12]slog.Attr{
-		slog.String("event", "retry"),
+		slog.String("event", Message),
 		slog.String("name", e.Name),
 		slog.String("correlation_id", id),
 		slog.String("endpoint", retry.SanitizeEndpoint(e.Endpoint)),
@@ -180,15 +181,21 @@ func (l *Logger) Log(e events.Retry) {
 		slog.Int("max_attempts", e.MaxAttempts),
 		slog.Int64("elapsed_ms", e.Elapsed.Milliseconds()),
 		slog.Int64("delay_ms", e.Delay.Milliseconds()),
-		slog.String("delay_source", e.DelaySource),
-		slog.String("error_class", e.ErrorClass),
 	}
-	n := 10
+	n := 8
+	if e.HasDelay() {
+		attrs[n] = slog.String("delay_source", e.DelaySource.String())
+		n++
+	}
+	if e.ErrorClass != catalog.ClassNone {
+		attrs[n] = slog.String("error_class", e.ErrorClass.String())
+		n++
+	}
 	if e.HTTPStatus != 0 {
 		attrs[n] = slog.Int("http_status", e.HTTPStatus)
 		n++
 	}
-	attrs[n] = slog.String("outcome", e.Outcome)
+	attrs[n] = slog.String("outcome", e.Outcome.String())
 	r.AddAttrs(attrs[:n+1]...)
 	_ = l.h.Handle(ctx, r)
 }
@@ -254,7 +261,7 @@ func (l *Logger) Flush() {
 // summary writes the record that reports n suppressed lines of name.
 func (l *Logger) summary(ctx context.Context, name string, n int, now time.Time) {
 	r := slog.NewRecord(now, slog.LevelWarn, Message, 0)
-	r.AddAttrs(slog.String("event", "retry"), slog.String("name", name), slog.Int("suppressed", n))
+	r.AddAttrs(slog.String("event", Message), slog.String("name", name), slog.Int("suppressed", n))
 	_ = l.h.Handle(ctx, r)
 }
 

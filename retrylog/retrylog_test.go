@@ -24,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stormwatch-go/stormwatch/collector"
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
@@ -102,7 +103,7 @@ func scripted(t *testing.T, w io.Writer) {
 	l, err := New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), WithClock(fc))
 	require.NoError(t, err)
 	defer l.Attach(reg.Events())()
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.MaxAttempts = 5
 	cfg.Clock = fc
 	cfg.Rand = zeroRand{}
@@ -153,9 +154,11 @@ func TestGoldenJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(want), buf.String())
 
-	// Exactly the attributes of SPEC §8 (plus slog's time, level, msg); http_status only with a response.
+	// Exactly the documented attributes (plus slog's time, level, msg): delay_source only when a
+	// delay follows (retrying), error_class only after a failed attempt, http_status only with a
+	// response.
 	keys := []string{"event", "name", "correlation_id", "endpoint", "attempt", "max_attempts", "elapsed_ms",
-		"delay_ms", "delay_source", "error_class", "outcome", "time", "level", "msg"}
+		"delay_ms", "outcome", "time", "level", "msg"}
 	ls := lines(t, buf.String())
 	require.Len(t, ls, 5)
 	var outcomes []string
@@ -165,14 +168,20 @@ func TestGoldenJSON(t *testing.T) {
 			got = append(got, k)
 		}
 		want := append([]string(nil), keys...)
-		if _, ok := m["http_status"]; ok {
-			want = append(want, "http_status")
+		for _, optional := range []string{"delay_source", "error_class", "http_status"} {
+			if _, ok := m[optional]; ok {
+				want = append(want, optional)
+			}
 		}
 		sort.Strings(got)
 		sort.Strings(want)
 		assert.Equal(t, want, got)
 		assert.Equal(t, "retry", m["msg"])
 		assert.Equal(t, "retry", m["event"])
+		_, hasSource := m["delay_source"]
+		assert.Equal(t, m["outcome"] == "retrying", hasSource, "delay_source exactly when a delay follows")
+		_, hasClass := m["error_class"]
+		assert.Equal(t, m["outcome"] != "succeeded", hasClass, "error_class exactly after a failed attempt")
 		outcomes = append(outcomes, m["outcome"].(string))
 	}
 	assert.Equal(t, []string{"retrying", "retrying", "succeeded", "retrying", "gave_up"}, outcomes)
@@ -198,7 +207,7 @@ func TestSecretsNeverLoggedOrExported(t *testing.T) {
 	l, err := New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), WithClock(fc))
 	require.NoError(t, err)
 	defer l.Attach(reg.Events())()
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.Clock = fc
 	r, err := reg.Retry("payments-api", cfg)
 	require.NoError(t, err)
@@ -218,7 +227,7 @@ func TestSecretsNeverLoggedOrExported(t *testing.T) {
 	assert.Contains(t, err.Error(), "503", "the error itself is the caller's")
 
 	// An event from elsewhere with a raw URL is sanitised too.
-	l.Log(events.Retry{Name: "payments-api", Endpoint: "POST https://user:pass@api.example.com/v1/x?token=s3cret", Outcome: "gave_up", At: t0})
+	l.Log(events.Retry{Name: "payments-api", Endpoint: "POST https://user:pass@api.example.com/v1/x?token=s3cret", Outcome: catalog.OutcomeGaveUp, At: t0})
 
 	c, err := collector.New(reg)
 	require.NoError(t, err)
@@ -245,7 +254,7 @@ func TestRateLimitPerName(t *testing.T) {
 	var buf bytes.Buffer
 	l, err := New(slog.NewJSONHandler(&buf, nil), WithClock(fc))
 	require.NoError(t, err)
-	ev := events.Retry{Name: "payments-api", Outcome: retry.OutcomeRetrying, Attempt: 1, MaxAttempts: 3}
+	ev := events.Retry{Name: "payments-api", Outcome: catalog.OutcomeRetrying, Attempt: 1, MaxAttempts: 3}
 
 	// 1,000 retries within one second.
 	for range 1000 {
@@ -267,7 +276,7 @@ func TestRateLimitPerName(t *testing.T) {
 	// A storm of 5,000 over five seconds, interleaved with a quiet second name.
 	buf.Reset()
 	fc.Advance(time.Hour)
-	other := events.Retry{Name: "orders-api", Outcome: retry.OutcomeRetrying}
+	other := events.Retry{Name: "orders-api", Outcome: catalog.OutcomeRetrying}
 	for i := range 5000 {
 		l.Log(ev)
 		if i%500 == 0 {
@@ -316,9 +325,9 @@ func count(ls []map[string]any) (regular, suppressed int) {
 func TestLevelsAndOptions(t *testing.T) {
 	var buf bytes.Buffer
 	l, err := New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}),
-		WithLevel(retry.OutcomeAborted, slog.LevelWarn), WithLevel(retry.OutcomeGaveUp, slog.LevelWarn+2))
+		WithLevel(catalog.OutcomeAborted, slog.LevelWarn), WithLevel(catalog.OutcomeGaveUp, slog.LevelWarn+2))
 	require.NoError(t, err)
-	for _, o := range retry.Outcomes {
+	for _, o := range catalog.Outcomes {
 		l.Log(events.Retry{Name: "x", Outcome: o, At: t0})
 	}
 	var levels []string
@@ -331,12 +340,12 @@ func TestLevelsAndOptions(t *testing.T) {
 	buf.Reset()
 	quiet, err := New(slog.NewJSONHandler(&buf, nil), WithRateLimit(1), WithClock(clock.NewFake(t0)))
 	require.NoError(t, err)
-	quiet.Log(events.Retry{Name: "x", Outcome: retry.OutcomeAborted})
-	quiet.Log(events.Retry{Name: "x", Outcome: retry.OutcomeGaveUp})
+	quiet.Log(events.Retry{Name: "x", Outcome: catalog.OutcomeAborted})
+	quiet.Log(events.Retry{Name: "x", Outcome: catalog.OutcomeGaveUp})
 	assert.Len(t, lines(t, buf.String()), 1)
 
-	_, err = New(nil, WithLevel("exploded", slog.LevelInfo))
-	require.ErrorContains(t, err, `WithLevel("exploded")`)
+	_, err = New(nil, WithLevel(catalog.Outcome(9), slog.LevelInfo))
+	require.ErrorContains(t, err, `WithLevel(Outcome(9))`)
 	_, err = New(nil, WithRateLimit(-1))
 	require.ErrorContains(t, err, "WithRateLimit(-1)")
 	_, err = New(nil, WithClock(nil))
@@ -356,7 +365,7 @@ func TestCorrelationID(t *testing.T) {
 	var buf bytes.Buffer
 	l, err := New(slog.NewJSONHandler(&buf, nil))
 	require.NoError(t, err)
-	l.Log(events.Retry{Name: "x", Outcome: retry.OutcomeRetrying})
+	l.Log(events.Retry{Name: "x", Outcome: catalog.OutcomeRetrying})
 	ls := lines(t, buf.String())
 	require.Len(t, ls, 1)
 	assert.Len(t, ls[0]["correlation_id"], 36)
@@ -370,10 +379,10 @@ func TestAttachDetach(t *testing.T) {
 	hub := new(events.Hub)
 	detach := l.Attach(hub)
 	for range 3 {
-		hub.Retries.Emit(events.Retry{Name: "x", Outcome: retry.OutcomeRetrying})
+		hub.Retries.Emit(events.Retry{Name: "x", Outcome: catalog.OutcomeRetrying})
 	}
 	detach() // flushes the summary
-	hub.Retries.Emit(events.Retry{Name: "x", Outcome: retry.OutcomeRetrying})
+	hub.Retries.Emit(events.Retry{Name: "x", Outcome: catalog.OutcomeRetrying})
 	ls := lines(t, buf.String())
 	require.Len(t, ls, 2)
 	assert.Equal(t, float64(2), ls[1]["suppressed"])
@@ -389,7 +398,7 @@ func TestConcurrentLogging(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for range 500 {
-				l.Log(events.Retry{Name: []string{"a", "b"}[g%2], Outcome: retry.OutcomeRetrying, Err: errors.New("x")})
+				l.Log(events.Retry{Name: []string{"a", "b"}[g%2], Outcome: catalog.OutcomeRetrying, Err: errors.New("x")})
 			}
 		})
 	}

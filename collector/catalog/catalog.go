@@ -170,10 +170,17 @@ const (
 // NativeZeroThreshold is the upper bound, in seconds, of the native histograms' zero bucket.
 var NativeZeroThreshold = pow2(NativeMinExponent)
 
+// The exponents of the first and last duration bounds, and the number of duration bounds (for
+// arrays sized by it).
+const (
+	durationMinExponent, durationMaxExponent = -10, 5
+	NumDurationBuckets                       = durationMaxExponent - durationMinExponent + 1
+)
+
 // Classic histogram bounds, in seconds: powers of two (see NativeSchema).
 var (
 	// DurationBuckets suit outbound call latencies: ≈ 1 ms to 32 s.
-	DurationBuckets = powersOfTwo(-10, 5)
+	DurationBuckets = powersOfTwo(durationMinExponent, durationMaxExponent)
 	// BackoffBuckets suit retry delays: ≈ 8 ms to 64 s (above the Retry-After cap).
 	BackoffBuckets = powersOfTwo(-7, 6)
 	// WaitBuckets suit bulkhead queueing: ≈ 1 ms to 8 s.

@@ -160,3 +160,7 @@ func TestREADMEMetricTableMatchesCatalog(t *testing.T) {
 		}
 	}
 }
+
+func TestNumDurationBucketsIsTheLengthOfDurationBuckets(t *testing.T) {
+	assert.Len(t, DurationBuckets, NumDurationBuckets)
+}

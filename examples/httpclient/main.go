@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stormwatch-go/stormwatch/collector"
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -147,7 +148,7 @@ func dependency(h http.HandlerFunc) (string, func(), error) {
 // pipeline is the configuration of every dependency: retries with jittered backoff and a
 // budget, a breaker over the last 20 attempts, 10 concurrent attempts, 500 ms per attempt.
 func pipeline() instrument.PipelineConfig {
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: 20 * time.Millisecond, Cap: time.Second}
 	return instrument.PipelineConfig{
 		Retry:    &rc,
@@ -224,7 +225,7 @@ func run(ctx context.Context, o options, status, logOut io.Writer) error {
 			}
 			return "other"
 		}),
-		httpx.WithFallback(func(r *http.Request, cause fallback.Cause, err error) (*http.Response, error) {
+		httpx.WithFallback(func(r *http.Request, cause catalog.Cause, err error) (*http.Response, error) {
 			if r.URL.Host != paymentsHost {
 				return nil, err
 			}

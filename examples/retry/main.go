@@ -168,7 +168,7 @@ func run(ctx context.Context, o options, logOut, status io.Writer) error {
 		o.ready(metricsURL)
 	}
 
-	r, err := reg.Retry("flaky-api", retry.DefaultConfig())
+	r, err := reg.Retry("flaky-api", retry.Config{})
 	if err != nil {
 		return err
 	}

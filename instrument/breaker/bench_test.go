@@ -66,3 +66,22 @@ func BenchmarkAllowClosedSuccess(b *testing.B) {
 		done(nil)
 	}
 }
+
+// BenchmarkSnapshot reads a breaker as the collector does at each scrape.
+func BenchmarkSnapshot(b *testing.B) {
+	br, err := New("bench", Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 100 {
+		_ = br.Do(ctx, func(context.Context) error { return nil })
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		sn := br.Snapshot()
+		if sn.Calls[0] == 0 {
+			b.Fatal("no calls")
+		}
+	}
+}

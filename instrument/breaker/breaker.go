@@ -4,8 +4,10 @@
 // panic or cancellation; jittered (and optionally growing) open durations; a classification
 // hook; and an injected clock and random source.
 //
-// Every count a Prometheus exporter needs lives in atomics that [Breaker.Snapshot] and the
-// accessor methods read without changing anything. A call through a closed breaker costs a few
+// Every count a Prometheus exporter needs lives in atomics that [Breaker.Snapshot] reads without
+// changing anything; states, call kinds and trip causes are the catalog's values
+// (catalog.State, catalog.CallKind, catalog.TripCause), and call durations are recorded in a
+// histogram.Histogram. A call through a closed breaker costs a few
 // atomic operations and allocates nothing; with a count-based or consecutive window, slow-call
 // detection off and the duration histogram off, it does not read the clock either.
 //
@@ -26,23 +28,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/histogram"
 )
-
-// Primitive is the `Primitive` value of the rejection events a breaker emits.
-const Primitive = "circuitbreaker"
-
-// NumDurationBuckets is the number of finite buckets of the call duration histogram.
-const NumDurationBuckets = 12
-
-// DurationBuckets are the upper bounds of the call duration histogram: 5 ms to 30 s (the
-// catalog's duration buckets).
-var DurationBuckets = [NumDurationBuckets]time.Duration{
-	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
-	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second,
-	2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second,
-}
 
 // Breaker is a circuit breaker. Create it with [New] (or a registry); it is safe for concurrent
 // use.
@@ -57,18 +47,19 @@ type Breaker struct {
 	mu  sync.Mutex // serialises transitions and Reconfigure
 
 	_            pad
-	calls        [NumCallKinds]atomic.Uint64
+	calls        [catalog.NumCallKinds]atomic.Uint64
 	_            pad
 	notPermitted atomic.Uint64
 	_            pad
-	transitions  [NumStates][NumStates]atomic.Uint64
-	hist         [2]histogram // successful, failed
+	transitions  [catalog.NumStates][catalog.NumStates]atomic.Uint64
+	trips        [catalog.NumTripCauses]atomic.Uint64
+	hist         [len(catalog.DurationKinds)]histogram.Histogram // by catalog.CallSuccessful, catalog.CallFailed
 }
 
 // epoch is one stay in one state. A transition installs a new epoch; permits remember the epoch
 // that admitted them, so results from an earlier epoch are counted but decide nothing (CB-20).
 type epoch struct {
-	state   State
+	state   catalog.State
 	since   int64 // entered at (breaker monotonic ns)
 	until   int64 // open: end of the open period
 	period  int64 // open: drawn length of the open period
@@ -76,24 +67,12 @@ type epoch struct {
 	reTrips int   // consecutive half_open→open re-trips in this episode (open-duration growth)
 	win     window
 
+	cause catalog.TripCause // the trip that began the episode (when tripped >= 0)
+
 	probes              atomic.Int32 // half-open permits taken
 	hoOK, hoFail, hoSlw atomic.Int32 // half-open probe results
 
 	done func(error) // cached done func for untimed closed/metrics_only/disabled permits
-}
-
-type histogram struct {
-	counts [NumDurationBuckets + 1]atomic.Uint64
-	sum    atomic.Int64 // ns
-}
-
-func (h *histogram) observe(d int64) {
-	i := 0
-	for i < NumDurationBuckets && d > int64(DurationBuckets[i]) {
-		i++
-	}
-	h.counts[i].Add(1)
-	h.sum.Add(d)
 }
 
 // New returns a closed breaker called name, configured by cfg (see [Config] for the defaults).
@@ -111,7 +90,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 		b.base = b.clk.Now()
 	}
 	b.set.Store(s)
-	b.cur.Store(b.newEpoch(Closed, 0, s))
+	b.cur.Store(b.newEpoch(catalog.StateClosed, 0, s))
 	return b, nil
 }
 
@@ -129,13 +108,13 @@ func (b *Breaker) now() int64 {
 // wall converts breaker monotonic time to a time.Time.
 func (b *Breaker) wall(t int64) time.Time { return b.base.Add(time.Duration(t)) }
 
-func (b *Breaker) newEpoch(st State, now int64, s *settings) *epoch {
+func (b *Breaker) newEpoch(st catalog.State, now int64, s *settings) *epoch {
 	e := &epoch{state: st, since: now, tripped: -1}
 	switch st {
-	case Closed, MetricsOnly:
+	case catalog.StateClosed, catalog.StateMetricsOnly:
 		e.win = s.newWindow()
 		e.done = func(err error) { b.finish(e, false, err, 0, false) }
-	case Disabled:
+	case catalog.StateDisabled:
 		e.done = func(error) {}
 	}
 	return e
@@ -161,26 +140,26 @@ func (b *Breaker) Acquire() (Permit, error) {
 	for {
 		e := b.cur.Load()
 		switch e.state {
-		case Closed, MetricsOnly:
+		case catalog.StateClosed, catalog.StateMetricsOnly:
 			p := Permit{b: b, e: e}
 			if s.timed || s.outcomes.Active() {
 				p.timed, p.start = true, b.now()
 			}
 			return p, nil
-		case Disabled:
+		case catalog.StateDisabled:
 			return Permit{b: b, e: e}, nil
-		case ForcedOpen:
+		case catalog.StateForcedOpen:
 			return Permit{}, b.reject(e, -1, s)
-		case Open:
+		case catalog.StateOpen:
 			now := b.now()
 			if now < e.until {
 				return Permit{}, b.reject(e, now, s)
 			}
-			b.commit(e, HalfOpen, now, "open duration elapsed")
-		case HalfOpen:
+			b.commit(e, catalog.StateHalfOpen, now, "open duration elapsed", noTrip)
+		case catalog.StateHalfOpen:
 			if s.halfOpenMax > 0 {
 				if now := b.now(); now-e.since >= s.halfOpenMax {
-					b.commit(e, Open, now, "half-open max duration elapsed")
+					b.commit(e, catalog.StateOpen, now, "half-open max duration elapsed", catalog.TripMaxHalfOpenDuration)
 					continue
 				}
 			}
@@ -201,7 +180,7 @@ func (b *Breaker) Acquire() (Permit, error) {
 // through the breaker's classifier. When the breaker measures durations (slow-call detection,
 // the duration histogram or an outcome listener), the duration runs from Acquire to Done.
 func (p Permit) Done(err error) {
-	if p.b == nil || p.e.state == Disabled {
+	if p.b == nil || p.e.state == catalog.StateDisabled {
 		return
 	}
 	if p.timed {
@@ -215,7 +194,7 @@ func (p Permit) Done(err error) {
 // DoneDuration reports the outcome of the permitted call with a duration the caller measured.
 // The duration decides whether the call was slow and goes into the histogram.
 func (p Permit) DoneDuration(err error, d time.Duration) {
-	if p.b == nil || p.e.state == Disabled {
+	if p.b == nil || p.e.state == catalog.StateDisabled {
 		return
 	}
 	p.b.finish(p.e, p.probe, err, int64(d), true)
@@ -224,10 +203,10 @@ func (p Permit) DoneDuration(err error, d time.Duration) {
 // abandon records a permitted call that ended without an outcome (a panic or runtime.Goexit):
 // it is counted as ignored and a half-open permit is returned.
 func (p Permit) abandon() {
-	if p.b == nil || p.e.state == Disabled {
+	if p.b == nil || p.e.state == catalog.StateDisabled {
 		return
 	}
-	p.b.calls[Ignored].Add(1)
+	p.b.calls[catalog.CallIgnored].Add(1)
 	if p.probe {
 		p.e.probes.Add(-1)
 	}
@@ -237,7 +216,7 @@ func (p Permit) abandon() {
 		if p.timed {
 			d = time.Duration(p.b.now() - p.start)
 		}
-		s.outcomes.Emit(events.CallOutcome{Name: p.b.name, Kind: Ignored.String(), Duration: d})
+		s.outcomes.Emit(events.CallOutcome{Name: p.b.name, Kind: catalog.CallIgnored, Duration: d})
 	}
 }
 
@@ -261,7 +240,7 @@ func (b *Breaker) Allow() (done func(err error), err error) {
 // when the breaker refuses the call, and otherwise fn's error, unchanged. A panic in fn is
 // counted as ignored, returns a half-open permit and propagates.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
-	if e := b.cur.Load(); e.state == Closed {
+	if e := b.cur.Load(); e.state == catalog.StateClosed {
 		if s := b.set.Load(); !s.outcomes.Active() {
 			if s.timed {
 				return b.doClosedTimed(ctx, e, fn)
@@ -319,7 +298,7 @@ func (b *Breaker) doClosedTimed(ctx context.Context, e *epoch, fn func(context.C
 // Call runs fn through b and returns its value: like [Breaker.Do] for functions with a result.
 // A slow success still returns its value; it only counts as slow for the breaker.
 func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
-	if e := b.cur.Load(); e.state == Closed {
+	if e := b.cur.Load(); e.state == catalog.StateClosed {
 		if s := b.set.Load(); !s.outcomes.Active() {
 			// The closed path of Do, without building a Permit.
 			p := Permit{b: b, e: e, timed: s.timed}
@@ -377,35 +356,35 @@ func (b *Breaker) finishAt(e *epoch, probe bool, err error, d int64, haveD bool,
 		o = s.classify(err)
 	}
 	if o == OutcomeIgnored {
-		b.calls[Ignored].Add(1)
+		b.calls[catalog.CallIgnored].Add(1)
 		if probe {
 			e.probes.Add(-1)
 		}
 		if s.outcomes.Active() {
-			b.emitOutcome(s, Ignored, d, err)
+			b.emitOutcome(s, catalog.CallIgnored, d, err)
 		}
 		return
 	}
 	fail := o == OutcomeFailure
 	slow := haveD && s.slowNs > 0 && d > s.slowNs
-	kind := Successful
+	kind := catalog.CallSuccessful
 	if fail {
-		kind = Failed
+		kind = catalog.CallFailed
 	}
 	if slow {
-		kind += SlowSuccessful
+		kind += catalog.CallSlowSuccessful
 	}
 	b.calls[kind].Add(1)
 	if haveD && s.hist {
 		if fail {
-			b.hist[1].observe(d)
+			b.hist[catalog.CallFailed].Observe(time.Duration(d))
 		} else {
-			b.hist[0].observe(d)
+			b.hist[catalog.CallSuccessful].Observe(time.Duration(d))
 		}
 	}
 	if probe {
 		b.recordProbe(e, fail, slow, s)
-	} else if e.win.record(fail, slow, now, s) && e.state == Closed {
+	} else if e.win.record(fail, slow, now, s) && e.state == catalog.StateClosed {
 		b.tripFromClosed(e)
 	}
 	if s.outcomes.Active() {
@@ -413,8 +392,8 @@ func (b *Breaker) finishAt(e *epoch, probe bool, err error, d int64, haveD bool,
 	}
 }
 
-func (b *Breaker) emitOutcome(s *settings, k CallKind, d int64, err error) {
-	s.outcomes.Emit(events.CallOutcome{Name: b.name, Kind: k.String(), Duration: time.Duration(d), Err: err})
+func (b *Breaker) emitOutcome(s *settings, k catalog.CallKind, d int64, err error) {
+	s.outcomes.Emit(events.CallOutcome{Name: b.name, Kind: k, Duration: time.Duration(d), Err: err})
 }
 
 // tripFromClosed opens the breaker if e is still current and its window still trips.
@@ -428,12 +407,13 @@ func (b *Breaker) tripFromClosed(e *epoch) {
 	now := b.now()
 	calls, fails, slow := e.win.counts(now)
 	var reason string
+	var cause catalog.TripCause
 	if s.window == ConsecutiveFailures {
 		switch {
 		case fails >= int64(s.size):
-			reason = fmt.Sprintf("%d consecutive failures", fails)
+			reason, cause = fmt.Sprintf("%d consecutive failures", fails), catalog.TripConsecutiveFailures
 		case s.slowNs > 0 && slow >= int64(s.size):
-			reason = fmt.Sprintf("%d consecutive slow calls", slow)
+			reason, cause = fmt.Sprintf("%d consecutive slow calls", slow), catalog.TripSlowCallRate
 		default:
 			return
 		}
@@ -443,12 +423,12 @@ func (b *Breaker) tripFromClosed(e *epoch) {
 		}
 		fr, sr := float64(fails)/float64(calls), float64(slow)/float64(calls)
 		if fr >= s.failThr {
-			reason = fmt.Sprintf("failure rate %.2f >= %.2f over %d calls", fr, s.failThr, calls)
+			reason, cause = fmt.Sprintf("failure rate %.2f >= %.2f over %d calls", fr, s.failThr, calls), catalog.TripFailureRate
 		} else {
-			reason = fmt.Sprintf("slow-call rate %.2f >= %.2f over %d calls", sr, s.slowThr, calls)
+			reason, cause = fmt.Sprintf("slow-call rate %.2f >= %.2f over %d calls", sr, s.slowThr, calls), catalog.TripSlowCallRate
 		}
 	}
-	b.transitionLocked(e, Open, now, reason)
+	b.transitionLocked(e, catalog.StateOpen, now, reason, cause)
 }
 
 // recordProbe counts a half-open probe's result and decides when the probes have.
@@ -464,52 +444,65 @@ func (b *Breaker) recordProbe(e *epoch, fail, slow bool, s *settings) {
 	f, sl := e.hoFail.Load(), e.hoSlw.Load()
 	switch {
 	case f >= s.failNeeded:
-		b.commit(e, Open, b.now(), fmt.Sprintf("%d of %d half-open probes failed", f, s.halfOpen))
+		b.commit(e, catalog.StateOpen, b.now(), fmt.Sprintf("%d of %d half-open probes failed", f, s.halfOpen), catalog.TripProbeFailed)
 	case s.slowNs > 0 && sl >= s.slowNeeded:
-		b.commit(e, Open, b.now(), fmt.Sprintf("%d of %d half-open probes slow", sl, s.halfOpen))
+		b.commit(e, catalog.StateOpen, b.now(), fmt.Sprintf("%d of %d half-open probes slow", sl, s.halfOpen), catalog.TripProbeFailed)
 	case f+e.hoOK.Load() >= s.halfOpen:
-		b.commit(e, Closed, b.now(), "half-open probes succeeded")
+		b.commit(e, catalog.StateClosed, b.now(), "half-open probes succeeded", noTrip)
 	}
 }
 
-// commit moves the breaker from epoch e to state to if e is still current.
-func (b *Breaker) commit(e *epoch, to State, now int64, reason string) {
+// noTrip is the cause argument of transitions that are not trips (to neither open nor
+// forced_open).
+const noTrip = catalog.TripCause(catalog.NumTripCauses)
+
+// commit moves the breaker from epoch e to state to if e is still current. cause says why a
+// trip (to open) happened; noTrip otherwise.
+func (b *Breaker) commit(e *epoch, to catalog.State, now int64, reason string, cause catalog.TripCause) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur.Load() != e {
 		return
 	}
-	b.transitionLocked(e, to, now, reason)
+	b.transitionLocked(e, to, now, reason, cause)
 }
 
-// transitionLocked installs a new epoch in state to after from. Called with mu held.
-func (b *Breaker) transitionLocked(from *epoch, to State, now int64, reason string) {
+// transitionLocked installs a new epoch in state to after from. Called with mu held. A trip (to
+// open or forced_open) is counted under cause; the first trip of a not-closed episode gives the
+// episode its cause.
+func (b *Breaker) transitionLocked(from *epoch, to catalog.State, now int64, reason string, cause catalog.TripCause) {
 	s := b.set.Load()
 	ne := b.newEpoch(to, now, s)
 	switch to {
-	case Open, HalfOpen, ForcedOpen:
+	case catalog.StateOpen, catalog.StateHalfOpen, catalog.StateForcedOpen:
 		if from.tripped >= 0 {
-			ne.tripped = from.tripped
+			ne.tripped, ne.cause = from.tripped, from.cause
 		} else {
-			ne.tripped = now
+			ne.tripped, ne.cause = now, cause
 		}
 	}
-	if to == Open || to == HalfOpen {
+	if to == catalog.StateOpen || to == catalog.StateHalfOpen {
 		ne.reTrips = from.reTrips
-		if to == Open && from.state == HalfOpen {
+		if to == catalog.StateOpen && from.state == catalog.StateHalfOpen {
 			ne.reTrips++
 		}
 	}
-	if to == Open {
+	if to == catalog.StateOpen {
 		ne.period = b.openPeriod(s, ne.reTrips)
 		ne.until = now + ne.period
 	}
 	b.cur.Store(ne)
 	b.transitions[from.state][to].Add(1)
+	trip := to == catalog.StateOpen || to == catalog.StateForcedOpen
+	if trip && cause < catalog.NumTripCauses {
+		b.trips[cause].Add(1)
+	}
 	if s.hub != nil && s.hub.Transitions.Active() {
-		s.hub.Transitions.Emit(events.Transition{
-			Name: b.name, From: from.state.String(), To: to.String(), At: b.wall(now), Reason: reason,
-		})
+		t := events.Transition{Name: b.name, From: from.state, To: to, At: b.wall(now), Reason: reason}
+		if trip {
+			t.Cause = cause
+		}
+		s.hub.Transitions.Emit(t)
 	}
 }
 
@@ -536,27 +529,27 @@ func (b *Breaker) openPeriod(s *settings, reTrips int) int64 {
 func (b *Breaker) reject(e *epoch, now int64, s *settings) error {
 	b.notPermitted.Add(1)
 	var remaining time.Duration
-	if e.state == Open {
+	if e.state == catalog.StateOpen {
 		remaining = time.Duration(e.until - now)
 	}
 	if s.hub != nil && s.hub.Rejections.Active() {
 		if now < 0 {
 			now = b.now()
 		}
-		s.hub.Rejections.Emit(events.Rejection{Primitive: Primitive, Name: b.name, State: e.state.String(), At: b.wall(now)})
+		s.hub.Rejections.Emit(events.Rejection{Primitive: catalog.CircuitBreaker, Name: b.name, State: e.state, At: b.wall(now)})
 	}
 	return &OpenError{Name: b.name, State: e.state, Remaining: remaining}
 }
 
 // State returns the effective state, a pure read: an open breaker whose open period has
-// elapsed reports HalfOpen, and a half-open breaker past HalfOpenMaxDuration reports Open,
+// elapsed reports half_open, and a half-open breaker past HalfOpenMaxDuration reports open,
 // although the transition is only committed (and counted) by the next call.
-func (b *Breaker) State() State {
+func (b *Breaker) State() catalog.State {
 	return b.effective(b.cur.Load(), b.set.Load())
 }
 
-func (b *Breaker) effective(e *epoch, s *settings) State {
-	if e.state != Open && (e.state != HalfOpen || s.halfOpenMax == 0) {
+func (b *Breaker) effective(e *epoch, s *settings) catalog.State {
+	if e.state != catalog.StateOpen && (e.state != catalog.StateHalfOpen || s.halfOpenMax == 0) {
 		return e.state
 	}
 	return b.effectiveAt(e, s, b.now())
@@ -564,32 +557,36 @@ func (b *Breaker) effective(e *epoch, s *settings) State {
 
 // manual moves the breaker to state to, recording the transition; a no-op when it is already
 // there (except Reset, which always empties the window).
-func (b *Breaker) manual(to State, reason string) {
+func (b *Breaker) manual(to catalog.State, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.cur.Load()
 	now := b.now()
 	if e.state == to {
-		if to == Closed {
-			b.cur.Store(b.newEpoch(Closed, now, b.set.Load()))
+		if to == catalog.StateClosed {
+			b.cur.Store(b.newEpoch(catalog.StateClosed, now, b.set.Load()))
 		}
 		return
 	}
-	b.transitionLocked(e, to, now, reason)
+	cause := noTrip
+	if to == catalog.StateForcedOpen {
+		cause = catalog.TripForced
+	}
+	b.transitionLocked(e, to, now, reason, cause)
 }
 
 // ForceOpen makes the breaker reject every call until Reset, Disable or MetricsOnly.
-func (b *Breaker) ForceOpen() { b.manual(ForcedOpen, "forced open") }
+func (b *Breaker) ForceOpen() { b.manual(catalog.StateForcedOpen, "forced open") }
 
 // Disable makes the breaker permit every call and record nothing.
-func (b *Breaker) Disable() { b.manual(Disabled, "disabled") }
+func (b *Breaker) Disable() { b.manual(catalog.StateDisabled, "disabled") }
 
 // MetricsOnly puts the breaker in shadow mode: it permits every call and keeps its counts and
 // window rates current, but never trips.
-func (b *Breaker) MetricsOnly() { b.manual(MetricsOnly, "metrics only") }
+func (b *Breaker) MetricsOnly() { b.manual(catalog.StateMetricsOnly, "metrics only") }
 
 // Reset closes the breaker with an empty window.
-func (b *Breaker) Reset() { b.manual(Closed, "reset") }
+func (b *Breaker) Reset() { b.manual(catalog.StateClosed, "reset") }
 
 // Reconfigure replaces the configuration at run time. cfg is validated like New's; on error
 // nothing changes. Cumulative counts are kept, and so is the window when its kind and size are
@@ -601,7 +598,7 @@ func (b *Breaker) Reconfigure(cfg Config) error {
 	defer b.mu.Unlock()
 	old := b.set.Load()
 	if cfg.Clock != nil && !sameClock(cfg.Clock, b.clk) {
-		return &ConfigError{Breaker: b.name, Field: "Clock", Value: fmt.Sprintf("%T", cfg.Clock), Reason: "cannot be changed by Reconfigure"}
+		return &ConfigError{Primitive: string(catalog.CircuitBreaker), Name: b.name, Field: "Clock", Value: fmt.Sprintf("%T", cfg.Clock), Reason: "cannot be changed by Reconfigure"}
 	}
 	if cfg.Rand == nil && old.cfg.Rand != nil {
 		cfg.Rand = old.cfg.Rand
@@ -615,7 +612,7 @@ func (b *Breaker) Reconfigure(cfg Config) error {
 		return err
 	}
 	b.set.Store(s)
-	if e := b.cur.Load(); !old.sameShape(s) && (e.state == Closed || e.state == MetricsOnly) {
+	if e := b.cur.Load(); !old.sameShape(s) && (e.state == catalog.StateClosed || e.state == catalog.StateMetricsOnly) {
 		b.cur.Store(b.newEpoch(e.state, b.now(), s))
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
@@ -50,7 +51,7 @@ func newTest(t *testing.T, cfg Config) (*Breaker, *clock.Fake, *[]events.Transit
 	return b, clk, &trs
 }
 
-func mustReject(t *testing.T, err error, state State) *OpenError {
+func mustReject(t *testing.T, err error, state catalog.State) *OpenError {
 	t.Helper()
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrOpen)
@@ -76,7 +77,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 	assert.Equal(t, 0.2, c.OpenJitter)
 	assert.Equal(t, 3, c.HalfOpenCalls)
 	assert.Equal(t, clock.Real{}, c.Clock)
-	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, catalog.StateClosed, b.State())
 	assert.Equal(t, "dep", b.Name())
 
 	tb, err := New("t", Config{Window: TimeBased})
@@ -87,10 +88,10 @@ func TestZeroConfigDefaults(t *testing.T) {
 	cb, err := New("c", Config{Window: ConsecutiveFailures})
 	require.NoError(t, err)
 	assert.Equal(t, 5, cb.Config().WindowSize)
-	f, s, open := cb.Thresholds()
-	assert.Equal(t, 1.0, f)
-	assert.Equal(t, 1.0, s)
-	assert.Equal(t, 30*time.Second, open)
+	sn := cb.Snapshot()
+	assert.Equal(t, 1.0, sn.FailureRateThreshold)
+	assert.Equal(t, 1.0, sn.SlowCallRateThreshold)
+	assert.Equal(t, 30*time.Second, sn.OpenDuration)
 
 	small, err := New("s", Config{WindowSize: 10})
 	require.NoError(t, err)
@@ -145,7 +146,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 			var ce *ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.field, ce.Field)
-			assert.Equal(t, "dep", ce.Breaker)
+			assert.Equal(t, "dep", ce.Name)
 			assert.Contains(t, err.Error(), tt.field+" = "+tt.value)
 		})
 	}
@@ -161,7 +162,7 @@ func tripConsecutive(t *testing.T, b *Breaker, n int) {
 	for range n {
 		require.ErrorIs(t, b.Do(ctx, fail), errBoom)
 	}
-	require.Equal(t, Open, b.State())
+	require.Equal(t, catalog.StateOpen, b.State())
 }
 
 func TestEveryTransition(t *testing.T) {
@@ -196,7 +197,7 @@ func TestEveryTransition(t *testing.T) {
 	require.NoError(t, err)
 	b.Disable() // half_open → disabled
 	p.Done(nil) // late result: decides nothing
-	assert.Equal(t, Disabled, b.State())
+	assert.Equal(t, catalog.StateDisabled, b.State())
 	b.Reset()
 	tripConsecutive(t, b, 2)
 	clk.Advance(time.Second)
@@ -221,20 +222,20 @@ func TestEveryTransition(t *testing.T) {
 	tripConsecutive(t, b, 2)
 	b.MetricsOnly() // open → metrics_only
 
-	seen := map[[2]State]bool{}
+	seen := map[[2]catalog.State]bool{}
 	for _, tr := range *trs {
-		seen[[2]State{parseState(t, tr.From), parseState(t, tr.To)}] = true
+		seen[[2]catalog.State{tr.From, tr.To}] = true
 		assert.Equal(t, "dep", tr.Name)
 		assert.NotEmpty(t, tr.Reason)
 	}
 	sn := b.Snapshot()
 	var total uint64
-	for _, from := range States() {
-		for _, to := range States() {
+	for _, from := range catalog.States {
+		for _, to := range catalog.States {
 			n := sn.Transitions[from][to]
 			total += n
 			if CanTransition(from, to) {
-				assert.True(t, seen[[2]State{from, to}], "transition %s→%s not exercised", from, to)
+				assert.True(t, seen[[2]catalog.State{from, to}], "transition %s→%s not exercised", from, to)
 				assert.NotZero(t, n, "%s→%s", from, to)
 			} else {
 				assert.Zero(t, n, "impossible transition %s→%s counted", from, to)
@@ -244,30 +245,20 @@ func TestEveryTransition(t *testing.T) {
 	assert.Equal(t, uint64(len(*trs)), total, "every committed transition is counted once and emitted once")
 }
 
-func parseState(t *testing.T, s string) State {
-	for _, st := range States() {
-		if st.String() == s {
-			return st
-		}
-	}
-	t.Fatalf("unknown state %q", s)
-	return 0
-}
-
 func TestCanTransitionPairs(t *testing.T) {
 	n := 0
-	for _, f := range States() {
-		for _, to := range States() {
+	for _, f := range catalog.States {
+		for _, to := range catalog.States {
 			if CanTransition(f, to) {
 				n++
 			}
 		}
 	}
 	assert.Equal(t, 23, n)
-	assert.False(t, CanTransition(Closed, HalfOpen))
-	assert.False(t, CanTransition(ForcedOpen, Open))
-	assert.False(t, CanTransition(Disabled, HalfOpen))
-	assert.False(t, CanTransition(Open, Open))
+	assert.False(t, CanTransition(catalog.StateClosed, catalog.StateHalfOpen))
+	assert.False(t, CanTransition(catalog.StateForcedOpen, catalog.StateOpen))
+	assert.False(t, CanTransition(catalog.StateDisabled, catalog.StateHalfOpen))
+	assert.False(t, CanTransition(catalog.StateOpen, catalog.StateOpen))
 }
 
 // TestTripTimelineCB71 replays seed-notes CB-71: consecutive 5, open 30 s, one probe.
@@ -280,70 +271,70 @@ func TestTripTimelineCB71(t *testing.T) {
 				at      time.Duration
 				event   string
 				counter int64
-				state   State
+				state   catalog.State
 			}
 			var probe Permit
 			rows := []struct {
 				row
 				do func(t *testing.T)
 			}{
-				{row{0, "normal request succeeds", 0, Closed}, func(t *testing.T) { require.NoError(t, b.Do(ctx, ok)) }},
-				{row{100 * time.Millisecond, "1st failure", 1, Closed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
-				{row{2500 * time.Millisecond, "2nd failure", 2, Closed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
-				{row{5 * time.Second, "3rd failure", 3, Closed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
-				{row{7500 * time.Millisecond, "4th failure", 4, Closed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
-				{row{10 * time.Second, "5th failure trips", 0, Open}, func(t *testing.T) {
+				{row{0, "normal request succeeds", 0, catalog.StateClosed}, func(t *testing.T) { require.NoError(t, b.Do(ctx, ok)) }},
+				{row{100 * time.Millisecond, "1st failure", 1, catalog.StateClosed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
+				{row{2500 * time.Millisecond, "2nd failure", 2, catalog.StateClosed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
+				{row{5 * time.Second, "3rd failure", 3, catalog.StateClosed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
+				{row{7500 * time.Millisecond, "4th failure", 4, catalog.StateClosed}, func(t *testing.T) { require.Error(t, b.Do(ctx, fail)) }},
+				{row{10 * time.Second, "5th failure trips", 0, catalog.StateOpen}, func(t *testing.T) {
 					require.ErrorIs(t, b.Do(ctx, fail), errBoom)
-					assert.Equal(t, uint64(1), b.Transitions(Closed, Open))
-					assert.Equal(t, t0.Add(10*time.Second), b.TrippedSince())
+					assert.Equal(t, uint64(1), b.Snapshot().Transitions[catalog.StateClosed][catalog.StateOpen])
+					assert.Equal(t, t0.Add(10*time.Second), b.Snapshot().TrippedSince)
 				}},
-				{row{10*time.Second + time.Millisecond, "next request blocked", 0, Open}, func(t *testing.T) {
-					oe := mustReject(t, b.Do(ctx, ok), Open)
+				{row{10*time.Second + time.Millisecond, "next request blocked", 0, catalog.StateOpen}, func(t *testing.T) {
+					oe := mustReject(t, b.Do(ctx, ok), catalog.StateOpen)
 					assert.Equal(t, 30*time.Second-time.Millisecond, oe.Remaining)
 				}},
-				{row{11 * time.Second, "thousands rejected", 0, Open}, func(t *testing.T) {
+				{row{11 * time.Second, "thousands rejected", 0, catalog.StateOpen}, func(t *testing.T) {
 					for range 3000 {
 						require.ErrorIs(t, b.Do(ctx, ok), ErrOpen)
 					}
 					clk.Set(t0.Add(39 * time.Second))
 					require.ErrorIs(t, b.Do(ctx, ok), ErrOpen)
 				}},
-				{row{40 * time.Second, "attempt reset (effective)", 0, HalfOpen}, func(t *testing.T) {
-					assert.Equal(t, Open, b.Snapshot().StoredState, "not committed before a call")
-					assert.Zero(t, b.Transitions(Open, HalfOpen))
+				{row{40 * time.Second, "attempt reset (effective)", 0, catalog.StateHalfOpen}, func(t *testing.T) {
+					assert.Equal(t, catalog.StateOpen, b.Snapshot().StoredState, "not committed before a call")
+					assert.Zero(t, b.Snapshot().Transitions[catalog.StateOpen][catalog.StateHalfOpen])
 				}},
-				{row{40*time.Second + 100*time.Millisecond, "single probe sent; others rejected", 0, HalfOpen}, func(t *testing.T) {
+				{row{40*time.Second + 100*time.Millisecond, "single probe sent; others rejected", 0, catalog.StateHalfOpen}, func(t *testing.T) {
 					var err error
 					probe, err = b.Acquire()
 					require.NoError(t, err)
-					assert.Equal(t, uint64(1), b.Transitions(Open, HalfOpen))
-					mustReject(t, b.Do(ctx, ok), HalfOpen)
-					mustReject(t, b.Do(ctx, ok), HalfOpen)
+					assert.Equal(t, uint64(1), b.Snapshot().Transitions[catalog.StateOpen][catalog.StateHalfOpen])
+					mustReject(t, b.Do(ctx, ok), catalog.StateHalfOpen)
+					mustReject(t, b.Do(ctx, ok), catalog.StateHalfOpen)
 				}},
 			}
 			if outcome[0] == 'A' {
 				rows = append(rows, struct {
 					row
 					do func(t *testing.T)
-				}{row{40*time.Second + 300*time.Millisecond, "probe succeeds → reset", 0, Closed}, func(t *testing.T) {
+				}{row{40*time.Second + 300*time.Millisecond, "probe succeeds → reset", 0, catalog.StateClosed}, func(t *testing.T) {
 					probe.Done(nil)
-					assert.Equal(t, uint64(1), b.Transitions(HalfOpen, Closed))
-					assert.True(t, b.TrippedSince().IsZero())
+					assert.Equal(t, uint64(1), b.Snapshot().Transitions[catalog.StateHalfOpen][catalog.StateClosed])
+					assert.True(t, b.Snapshot().TrippedSince.IsZero())
 					require.NoError(t, b.Do(ctx, ok), "full traffic resumes")
 				}})
 			} else {
 				rows = append(rows, struct {
 					row
 					do func(t *testing.T)
-				}{row{40*time.Second + 300*time.Millisecond, "probe fails → trip", 0, Open}, func(t *testing.T) {
+				}{row{40*time.Second + 300*time.Millisecond, "probe fails → trip", 0, catalog.StateOpen}, func(t *testing.T) {
 					probe.Done(errBoom)
-					assert.Equal(t, uint64(1), b.Transitions(HalfOpen, Open))
+					assert.Equal(t, uint64(1), b.Snapshot().Transitions[catalog.StateHalfOpen][catalog.StateOpen])
 					assert.Equal(t, t0.Add(70*time.Second+300*time.Millisecond), b.Snapshot().OpenUntil, "next probe at T+70.3s")
-					assert.Equal(t, t0.Add(10*time.Second), b.TrippedSince(), "the episode began at the first trip")
+					assert.Equal(t, t0.Add(10*time.Second), b.Snapshot().TrippedSince, "the episode began at the first trip")
 					clk.Set(t0.Add(70*time.Second + 299*time.Millisecond))
-					assert.Equal(t, Open, b.State())
+					assert.Equal(t, catalog.StateOpen, b.State())
 					clk.Set(t0.Add(70*time.Second + 300*time.Millisecond))
-					assert.Equal(t, HalfOpen, b.State())
+					assert.Equal(t, catalog.StateHalfOpen, b.State())
 				}})
 			}
 			for _, r := range rows {
@@ -370,16 +361,16 @@ func TestToyDemoCB27(t *testing.T) {
 		name  string
 		run   func() error
 		want  error
-		state State
+		state catalog.State
 	}{
-		{"call1 fail", func() error { return b.Do(ctx, fail) }, errBoom, Closed},
-		{"call2 fail", func() error { return b.Do(ctx, fail) }, errBoom, Open},
-		{"call3 rejected", func() error { return b.Do(ctx, ok) }, ErrOpen, Open},
-		{"tick after 1.1s", func() error { clk.Advance(1100 * time.Millisecond); return nil }, nil, HalfOpen},
-		{"call4 probe fails", func() error { return b.Do(ctx, fail) }, errBoom, Open},
-		{"call5 rejected", func() error { return b.Do(ctx, ok) }, ErrOpen, Open},
-		{"call6 after 1.1s probe ok", func() error { clk.Advance(1100 * time.Millisecond); return b.Do(ctx, ok) }, nil, Closed},
-		{"call7 ok", func() error { return b.Do(ctx, ok) }, nil, Closed},
+		{"call1 fail", func() error { return b.Do(ctx, fail) }, errBoom, catalog.StateClosed},
+		{"call2 fail", func() error { return b.Do(ctx, fail) }, errBoom, catalog.StateOpen},
+		{"call3 rejected", func() error { return b.Do(ctx, ok) }, ErrOpen, catalog.StateOpen},
+		{"tick after 1.1s", func() error { clk.Advance(1100 * time.Millisecond); return nil }, nil, catalog.StateHalfOpen},
+		{"call4 probe fails", func() error { return b.Do(ctx, fail) }, errBoom, catalog.StateOpen},
+		{"call5 rejected", func() error { return b.Do(ctx, ok) }, ErrOpen, catalog.StateOpen},
+		{"call6 after 1.1s probe ok", func() error { clk.Advance(1100 * time.Millisecond); return b.Do(ctx, ok) }, nil, catalog.StateClosed},
+		{"call7 ok", func() error { return b.Do(ctx, ok) }, nil, catalog.StateClosed},
 	}
 	for _, s := range steps {
 		err := s.run()
@@ -391,8 +382,8 @@ func TestToyDemoCB27(t *testing.T) {
 		assert.Equal(t, s.state, b.State(), s.name)
 	}
 	sn := b.Snapshot()
-	assert.Equal(t, uint64(2), sn.Calls[Successful])
-	assert.Equal(t, uint64(3), sn.Calls[Failed])
+	assert.Equal(t, uint64(2), sn.Calls[catalog.CallSuccessful])
+	assert.Equal(t, uint64(3), sn.Calls[catalog.CallFailed])
 	assert.Equal(t, uint64(2), sn.NotPermitted)
 }
 
@@ -421,16 +412,16 @@ func TestFortyPercentFailuresCB30(t *testing.T) {
 				return true
 			}
 		}
-		return b.Transitions(Closed, Open) > 0
+		return b.Snapshot().Transitions[catalog.StateClosed][catalog.StateOpen] > 0
 	}
 	window, _, _ := newTest(t, Config{WindowSize: 100, MinCalls: 20, FailureRateThreshold: 0.3})
 	assert.True(t, run(window), "a count window at 30%% trips on steady 40%% failures")
-	assert.Equal(t, uint64(1), window.Transitions(Closed, Open))
+	assert.Equal(t, uint64(1), window.Snapshot().Transitions[catalog.StateClosed][catalog.StateOpen])
 
 	consecutive, _, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 5})
 	assert.False(t, run(consecutive), "a consecutive-5 breaker is blind to steady 40%% failures")
-	assert.Equal(t, uint64(600), consecutive.Calls(Successful))
-	assert.Equal(t, uint64(400), consecutive.Calls(Failed))
+	assert.Equal(t, uint64(600), consecutive.Snapshot().Calls[catalog.CallSuccessful])
+	assert.Equal(t, uint64(400), consecutive.Snapshot().Calls[catalog.CallFailed])
 }
 
 func TestSlowSuccessesReturnValueAndTrip(t *testing.T) {
@@ -444,22 +435,27 @@ func TestSlowSuccessesReturnValueAndTrip(t *testing.T) {
 		require.NoError(t, err, "call %d", i)
 		assert.Equal(t, "value", v, "a slow success returns its value")
 	}
-	assert.Equal(t, Open, b.State())
+	assert.Equal(t, catalog.StateOpen, b.State())
 	sn := b.Snapshot()
-	assert.Equal(t, uint64(10), sn.Calls[SlowSuccessful])
-	assert.Zero(t, sn.Calls[Successful]+sn.Calls[Failed])
-	assert.Equal(t, uint64(10), sn.Durations[0].Count())
-	assert.Equal(t, 2*time.Second, sn.Durations[0].Sum)
-	assert.Equal(t, uint64(10), sn.Durations[0].Counts[5], "200ms falls in the ≤250ms bucket")
+	assert.Equal(t, uint64(10), sn.Calls[catalog.CallSlowSuccessful])
+	assert.Zero(t, sn.Calls[catalog.CallSuccessful]+sn.Calls[catalog.CallFailed])
+	assert.True(t, sn.DurationsRecorded)
+	d := sn.Durations[catalog.CallSuccessful]
+	assert.Equal(t, uint64(10), d.Count, "slow successes are observed as successful")
+	assert.InDelta(t, 2.0, d.Sum, 1e-9)
+	cum := d.Cumulative(catalog.DurationBuckets)
+	assert.Equal(t, uint64(0), cum[0.125])
+	assert.Equal(t, uint64(10), cum[0.25], "200ms falls in the ≤250ms bucket")
+	assert.Zero(t, sn.Durations[catalog.CallFailed].Count)
 	_, err := Call(ctx, b, slowFn)
-	mustReject(t, err, Open)
+	mustReject(t, err, catalog.StateOpen)
 
 	// Exactly at the slow-call duration is not slow; slow failures are slow_failed.
 	b2, clk2, _ := newTest(t, Config{WindowSize: 10, SlowCallDuration: 100 * time.Millisecond})
 	require.NoError(t, b2.Do(ctx, func(context.Context) error { clk2.Advance(100 * time.Millisecond); return nil }))
 	require.Error(t, b2.Do(ctx, func(context.Context) error { clk2.Advance(101 * time.Millisecond); return errBoom }))
-	assert.Equal(t, uint64(1), b2.Calls(Successful))
-	assert.Equal(t, uint64(1), b2.Calls(SlowFailed))
+	assert.Equal(t, uint64(1), b2.Snapshot().Calls[catalog.CallSuccessful])
+	assert.Equal(t, uint64(1), b2.Snapshot().Calls[catalog.CallSlowFailed])
 }
 
 func TestMinimumCallsRespected(t *testing.T) {
@@ -469,11 +465,10 @@ func TestMinimumCallsRespected(t *testing.T) {
 			for i := range 19 {
 				require.ErrorIs(t, b.Do(ctx, fail), errBoom, "call %d", i)
 			}
-			assert.Equal(t, Closed, b.State(), "19 failures of 19 calls stay below the minimum")
-			fr, _ := b.Rates()
-			assert.True(t, math.IsNaN(fr), "rate is NaN below the minimum")
+			assert.Equal(t, catalog.StateClosed, b.State(), "19 failures of 19 calls stay below the minimum")
+			assert.True(t, math.IsNaN(b.Snapshot().FailureRate), "rate is NaN below the minimum")
 			require.ErrorIs(t, b.Do(ctx, fail), errBoom)
-			assert.Equal(t, Open, b.State())
+			assert.Equal(t, catalog.StateOpen, b.State())
 		})
 	}
 	// A success that lifts the window to the minimum trips it when the rate is already high.
@@ -482,7 +477,7 @@ func TestMinimumCallsRespected(t *testing.T) {
 		require.Error(t, b.Do(ctx, fail))
 	}
 	require.NoError(t, b.Do(ctx, ok))
-	assert.Equal(t, Open, b.State(), "3 failures of 4 calls ≥ 0.5")
+	assert.Equal(t, catalog.StateOpen, b.State(), "3 failures of 4 calls ≥ 0.5")
 }
 
 func TestCountWindowSlides(t *testing.T) {
@@ -500,10 +495,10 @@ func TestCountWindowSlides(t *testing.T) {
 	for range 4 {
 		require.Error(t, b.Do(ctx, fail))
 	}
-	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, catalog.StateClosed, b.State())
 	assert.InDelta(t, 0.4, b.Snapshot().FailureRate, 1e-9)
 	require.Error(t, b.Do(ctx, fail))
-	assert.Equal(t, Open, b.State(), "5 of the last 10")
+	assert.Equal(t, catalog.StateOpen, b.State(), "5 of the last 10")
 }
 
 func TestTimeWindowExpires(t *testing.T) {
@@ -519,13 +514,13 @@ func TestTimeWindowExpires(t *testing.T) {
 		require.NoError(t, b.Do(ctx, ok))
 	}
 	require.Error(t, b.Do(ctx, fail))
-	assert.Equal(t, Closed, b.State(), "old failures no longer count: 1 of 4")
+	assert.Equal(t, catalog.StateClosed, b.State(), "old failures no longer count: 1 of 4")
 	sn := b.Snapshot()
 	assert.Equal(t, int64(4), sn.WindowCalls)
 	assert.Equal(t, int64(1), sn.WindowFailures)
 	require.Error(t, b.Do(ctx, fail))
 	require.Error(t, b.Do(ctx, fail))
-	assert.Equal(t, Open, b.State(), "3 of 6 ≥ 0.5")
+	assert.Equal(t, catalog.StateOpen, b.State(), "3 of 6 ≥ 0.5")
 }
 
 func TestHalfOpenAdmitsExactlyThreeOfHundred(t *testing.T) {
@@ -567,33 +562,33 @@ func TestHalfOpenAdmitsExactlyThreeOfHundred(t *testing.T) {
 	assert.Equal(t, int32(3), admitted.Load())
 	close(release)
 	wg.Wait()
-	assert.Equal(t, Closed, b.State(), "three successful probes close the breaker")
-	assert.Equal(t, uint64(97), b.NotPermitted())
-	assert.Equal(t, uint64(3), b.Calls(Successful))
+	assert.Equal(t, catalog.StateClosed, b.State(), "three successful probes close the breaker")
+	assert.Equal(t, uint64(97), b.Snapshot().NotPermitted)
+	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.CallSuccessful])
 }
 
 func TestHalfOpenRules(t *testing.T) {
 	setup := func(t *testing.T) (*Breaker, *clock.Fake) {
 		b, clk, _ := newTest(t, Config{WindowSize: 10, MinCalls: 1, HalfOpenCalls: 3, FailureRateThreshold: 0.5, OpenDuration: time.Second, NoJitter: true})
 		require.Error(t, b.Do(ctx, fail))
-		require.Equal(t, Open, b.State())
+		require.Equal(t, catalog.StateOpen, b.State())
 		clk.Advance(time.Second)
 		return b, clk
 	}
 	t.Run("one failure of three closes", func(t *testing.T) {
 		b, _ := setup(t)
 		require.Error(t, b.Do(ctx, fail))
-		assert.Equal(t, HalfOpen, b.State())
+		assert.Equal(t, catalog.StateHalfOpen, b.State())
 		require.NoError(t, b.Do(ctx, ok))
 		require.NoError(t, b.Do(ctx, ok))
-		assert.Equal(t, Closed, b.State())
+		assert.Equal(t, catalog.StateClosed, b.State())
 		assert.Zero(t, b.Snapshot().WindowCalls, "the transition zeroed the window")
 	})
 	t.Run("second failure reopens at once", func(t *testing.T) {
 		b, _ := setup(t)
 		require.Error(t, b.Do(ctx, fail))
 		require.Error(t, b.Do(ctx, fail))
-		assert.Equal(t, Open, b.State())
+		assert.Equal(t, catalog.StateOpen, b.State())
 	})
 	t.Run("max duration reopens", func(t *testing.T) {
 		b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxDuration: 5 * time.Second, OpenDuration: time.Second, NoJitter: true})
@@ -601,17 +596,17 @@ func TestHalfOpenRules(t *testing.T) {
 		clk.Advance(time.Second)
 		hung, err := b.Acquire()
 		require.NoError(t, err)
-		mustReject(t, b.Do(ctx, ok), HalfOpen)
+		mustReject(t, b.Do(ctx, ok), catalog.StateHalfOpen)
 		clk.Advance(5 * time.Second)
-		assert.Equal(t, Open, b.State(), "effective state once the probes overran")
-		oe := mustReject(t, b.Do(ctx, ok), Open)
+		assert.Equal(t, catalog.StateOpen, b.State(), "effective state once the probes overran")
+		oe := mustReject(t, b.Do(ctx, ok), catalog.StateOpen)
 		assert.Equal(t, time.Second, oe.Remaining)
-		assert.Equal(t, uint64(2), b.Transitions(HalfOpen, Open)+b.Transitions(Closed, Open))
+		assert.Equal(t, uint64(2), b.Snapshot().Transitions[catalog.StateHalfOpen][catalog.StateOpen]+b.Snapshot().Transitions[catalog.StateClosed][catalog.StateOpen])
 		hung.Done(nil) // late: decides nothing
-		assert.Equal(t, Open, b.State())
+		assert.Equal(t, catalog.StateOpen, b.State())
 		clk.Advance(time.Second)
 		require.NoError(t, b.Do(ctx, ok))
-		assert.Equal(t, Closed, b.State())
+		assert.Equal(t, catalog.StateClosed, b.State())
 	})
 }
 
@@ -624,29 +619,29 @@ func TestProbePermitReturnedOnPanicAndCancel(t *testing.T) {
 		defer func() { assert.Equal(t, "kaboom", recover()) }()
 		_ = b.Do(ctx, func(context.Context) error { panic("kaboom") })
 	}()
-	assert.Equal(t, uint64(1), b.Calls(Ignored))
-	assert.Equal(t, HalfOpen, b.State())
+	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallIgnored])
+	assert.Equal(t, catalog.StateHalfOpen, b.State())
 	assert.Equal(t, 0, b.Snapshot().HalfOpenProbes, "the panicking probe returned its permit")
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	err := b.Do(cctx, func(ctx context.Context) error { return ctx.Err() })
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, uint64(2), b.Calls(Ignored))
+	assert.Equal(t, uint64(2), b.Snapshot().Calls[catalog.CallIgnored])
 	assert.Equal(t, 0, b.Snapshot().HalfOpenProbes, "the cancelled probe returned its permit")
 
 	_, err = Call(ctx, b, func(context.Context) (int, error) { return 0, Ignore(errors.New("not found")) })
 	require.Error(t, err)
-	assert.Equal(t, uint64(3), b.Calls(Ignored))
+	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.CallIgnored])
 
 	// The permit is free: the next probe is admitted and decides.
 	require.NoError(t, b.Do(ctx, ok))
-	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, catalog.StateClosed, b.State())
 }
 
 func TestJitterDrawnAtEachTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
-	b, _, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, OpenDuration: 20 * time.Second, Rand: r})
+	b, _, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, OpenDuration: 20 * time.Second, Rand: clock.Locked(r)})
 	base := 20 * time.Second
 	seen := map[time.Duration]bool{}
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
@@ -687,17 +682,16 @@ func TestStateIsPureRead(t *testing.T) {
 	before := b.Snapshot()
 	clk.Advance(2 * time.Second)
 	for range 100 {
-		assert.Equal(t, HalfOpen, b.State())
+		assert.Equal(t, catalog.StateHalfOpen, b.State())
 		_ = b.Snapshot()
-		_, _ = b.Rates()
 	}
 	after := b.Snapshot()
-	assert.Equal(t, Open, after.StoredState, "reading never commits a transition")
-	assert.Equal(t, HalfOpen, after.State)
+	assert.Equal(t, catalog.StateOpen, after.StoredState, "reading never commits a transition")
+	assert.Equal(t, catalog.StateHalfOpen, after.State)
 	assert.Equal(t, before.Transitions, after.Transitions)
 	assert.Len(t, *trs, 1)
 	require.NoError(t, b.Do(ctx, ok))
-	assert.Equal(t, uint64(1), b.Transitions(Open, HalfOpen), "the next call commits it")
+	assert.Equal(t, uint64(1), b.Snapshot().Transitions[catalog.StateOpen][catalog.StateHalfOpen], "the next call commits it")
 }
 
 func TestReconfigureKeepsCounts(t *testing.T) {
@@ -725,7 +719,7 @@ func TestReconfigureKeepsCounts(t *testing.T) {
 	// The new threshold applies: 4 of 10 failed; two more failures reach 6 of 12 = 0.5 < 0.9.
 	require.Error(t, b.Do(ctx, fail))
 	require.Error(t, b.Do(ctx, fail))
-	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, catalog.StateClosed, b.State())
 
 	err := b.Reconfigure(Config{FailureRateThreshold: 7})
 	var ce *ConfigError
@@ -743,11 +737,11 @@ func TestReconfigureKeepsCounts(t *testing.T) {
 	sn := b.Snapshot()
 	assert.Equal(t, calls, sn.Calls)
 	assert.Zero(t, sn.WindowFailures)
-	assert.Equal(t, Closed, sn.StoredState)
+	assert.Equal(t, catalog.StateClosed, sn.StoredState)
 	for range 3 {
 		require.Error(t, b.Do(ctx, fail))
 	}
-	assert.Equal(t, Open, b.State())
+	assert.Equal(t, catalog.StateOpen, b.State())
 }
 
 func TestModes(t *testing.T) {
@@ -756,10 +750,10 @@ func TestModes(t *testing.T) {
 	for range 10 {
 		require.ErrorIs(t, b.Do(ctx, fail), errBoom)
 	}
-	assert.Equal(t, MetricsOnly, b.State(), "shadow mode never trips")
+	assert.Equal(t, catalog.StateMetricsOnly, b.State(), "shadow mode never trips")
 	sn := b.Snapshot()
 	assert.Equal(t, 1.0, sn.FailureRate, "but keeps the window rates current")
-	assert.Equal(t, uint64(10), sn.Calls[Failed])
+	assert.Equal(t, uint64(10), sn.Calls[catalog.CallFailed])
 
 	b.Disable()
 	for range 5 {
@@ -768,17 +762,17 @@ func TestModes(t *testing.T) {
 	done, err := b.Allow()
 	require.NoError(t, err)
 	done(errBoom)
-	assert.Equal(t, uint64(10), b.Calls(Failed), "disabled records nothing")
+	assert.Equal(t, uint64(10), b.Snapshot().Calls[catalog.CallFailed], "disabled records nothing")
 	assert.True(t, math.IsNaN(b.Snapshot().FailureRate))
 
 	b.ForceOpen()
-	oe := mustReject(t, b.Do(ctx, ok), ForcedOpen)
+	oe := mustReject(t, b.Do(ctx, ok), catalog.StateForcedOpen)
 	assert.Zero(t, oe.Remaining)
-	assert.Equal(t, ForcedOpen, b.State())
-	assert.False(t, b.TrippedSince().IsZero())
+	assert.Equal(t, catalog.StateForcedOpen, b.State())
+	assert.False(t, b.Snapshot().TrippedSince.IsZero())
 	b.Reset()
-	assert.Equal(t, Closed, b.State())
-	assert.True(t, b.TrippedSince().IsZero())
+	assert.Equal(t, catalog.StateClosed, b.State())
+	assert.True(t, b.Snapshot().TrippedSince.IsZero())
 	require.NoError(t, b.Do(ctx, ok))
 }
 
@@ -788,15 +782,15 @@ func TestTwoStepAPI(t *testing.T) {
 	require.NoError(t, err)
 	clk.Advance(2 * time.Second)
 	done(nil)
-	assert.Equal(t, uint64(1), b.Calls(SlowSuccessful))
+	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallSlowSuccessful])
 
 	p, err := b.Acquire()
 	require.NoError(t, err)
 	p.DoneDuration(errBoom, 3*time.Second)
-	assert.Equal(t, uint64(1), b.Calls(SlowFailed))
-	assert.Equal(t, Open, b.State())
+	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallSlowFailed])
+	assert.Equal(t, catalog.StateOpen, b.State())
 	_, err = b.Allow()
-	mustReject(t, err, Open)
+	mustReject(t, err, catalog.StateOpen)
 	var zero Permit
 	zero.Done(nil) // inert
 }
@@ -811,9 +805,9 @@ func TestClassifier(t *testing.T) {
 	}})
 	require.ErrorIs(t, b.Do(ctx, func(context.Context) error { return biz }), biz, "errors are returned untouched")
 	require.Error(t, b.Do(ctx, func(context.Context) error { return Ignore(errBoom) }))
-	assert.Equal(t, uint64(1), b.Calls(Successful))
-	assert.Equal(t, uint64(1), b.Calls(Ignored))
-	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallSuccessful])
+	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallIgnored])
+	assert.Equal(t, catalog.StateClosed, b.State())
 
 	assert.Equal(t, OutcomeIgnored, DefaultClassify(fmt.Errorf("wrapped: %w", context.Canceled)))
 	assert.Equal(t, OutcomeFailure, DefaultClassify(context.DeadlineExceeded))
@@ -835,9 +829,9 @@ func TestEventsAndOutcomeListener(t *testing.T) {
 	remove()
 	require.ErrorIs(t, b.Do(ctx, ok), ErrOpen)
 	require.Len(t, outcomes, 1, "outcomes only while a listener is registered")
-	assert.Equal(t, events.CallOutcome{Name: "dep", Kind: "failed", Duration: time.Millisecond, Err: errBoom}, outcomes[0])
+	assert.Equal(t, events.CallOutcome{Name: "dep", Kind: catalog.CallFailed, Duration: time.Millisecond, Err: errBoom}, outcomes[0])
 	require.Len(t, rejections, 1)
-	assert.Equal(t, events.Rejection{Primitive: "circuitbreaker", Name: "dep", State: "open", At: t0.Add(time.Millisecond)}, rejections[0])
+	assert.Equal(t, events.Rejection{Primitive: catalog.CircuitBreaker, Name: "dep", State: catalog.StateOpen, At: t0.Add(time.Millisecond)}, rejections[0])
 }
 
 func TestLateResultsCountedButIgnored(t *testing.T) {
@@ -846,11 +840,11 @@ func TestLateResultsCountedButIgnored(t *testing.T) {
 	require.NoError(t, err)
 	tripConsecutive(t, b, 2)
 	slow.Done(errBoom) // late failure from the closed epoch
-	assert.Equal(t, uint64(3), b.Calls(Failed), "counted in calls_total")
+	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.CallFailed], "counted in calls_total")
 	assert.Zero(t, b.Snapshot().WindowFailures, "but not in the new state's decisions")
 	clk.Advance(time.Second)
 	require.NoError(t, b.Do(ctx, ok))
-	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, catalog.StateClosed, b.State())
 }
 
 func TestConcurrentExactAccounting(t *testing.T) {
@@ -894,7 +888,7 @@ func TestConcurrentExactAccounting(t *testing.T) {
 	}
 	assert.Equal(t, uint64(goroutines*perG), made.Load())
 	assert.Equal(t, made.Load(), sum+sn.NotPermitted, "every call counted exactly once")
-	assert.NotZero(t, sn.Transitions[Closed][Open], "the run exercised trips")
+	assert.NotZero(t, sn.Transitions[catalog.StateClosed][catalog.StateOpen], "the run exercised trips")
 }
 
 func TestClosedPathAllocatesNothing(t *testing.T) {
@@ -927,6 +921,100 @@ func TestClosedPathAllocatesNothing(t *testing.T) {
 	}), "Allow on an untimed closed breaker")
 }
 
+func TestSnapshotAllocatesNothing(t *testing.T) {
+	for _, cfg := range []Config{{}, {Window: TimeBased}, {Window: ConsecutiveFailures}} {
+		b, err := New("dep", cfg)
+		require.NoError(t, err)
+		require.NoError(t, b.Do(ctx, ok))
+		var sn Snapshot
+		assert.Zero(t, testing.AllocsPerRun(100, func() { sn = b.Snapshot() }), "%+v", cfg)
+		assert.Equal(t, uint64(1), sn.Calls[catalog.CallSuccessful])
+	}
+}
+
+func TestTripsCountedByCause(t *testing.T) {
+	slow := func(clk *clock.Fake, err error) func(context.Context) error {
+		return func(context.Context) error { clk.Advance(2 * time.Second); return err }
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		// trip drives the breaker into its trip and returns after it.
+		trip func(t *testing.T, b *Breaker, clk *clock.Fake)
+		want catalog.TripCause
+		// episode is the cause of the trip that began the episode (when it differs from want).
+		episode catalog.TripCause
+	}{
+		{"failure rate", Config{WindowSize: 4, MinCalls: 4}, func(t *testing.T, b *Breaker, _ *clock.Fake) {
+			for _, fn := range []func(context.Context) error{ok, ok, fail, fail} {
+				_ = b.Do(ctx, fn)
+			}
+		}, catalog.TripFailureRate, catalog.TripFailureRate},
+		{"slow-call rate", Config{WindowSize: 4, MinCalls: 4, SlowCallDuration: time.Second}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
+			for range 4 {
+				require.NoError(t, b.Do(ctx, slow(clk, nil)))
+			}
+		}, catalog.TripSlowCallRate, catalog.TripSlowCallRate},
+		{"consecutive failures", Config{Window: ConsecutiveFailures, WindowSize: 2}, func(t *testing.T, b *Breaker, _ *clock.Fake) {
+			tripConsecutive(t, b, 2)
+		}, catalog.TripConsecutiveFailures, catalog.TripConsecutiveFailures},
+		{"consecutive slow calls", Config{Window: ConsecutiveFailures, WindowSize: 2, SlowCallDuration: time.Second}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
+			require.NoError(t, b.Do(ctx, slow(clk, nil)))
+			require.NoError(t, b.Do(ctx, slow(clk, nil)))
+		}, catalog.TripSlowCallRate, catalog.TripSlowCallRate},
+		{"probe failed", Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
+			tripConsecutive(t, b, 1)
+			clk.Advance(time.Minute)
+			require.ErrorIs(t, b.Do(ctx, fail), errBoom)
+		}, catalog.TripProbeFailed, catalog.TripConsecutiveFailures},
+		{"probe slow", Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, SlowCallDuration: time.Second}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
+			tripConsecutive(t, b, 1)
+			clk.Advance(time.Minute)
+			require.NoError(t, b.Do(ctx, slow(clk, nil)))
+		}, catalog.TripProbeFailed, catalog.TripConsecutiveFailures},
+		{"half-open max duration", Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxDuration: time.Second}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
+			tripConsecutive(t, b, 1)
+			clk.Advance(time.Minute)
+			_, err := b.Acquire() // the probe never reports
+			require.NoError(t, err)
+			clk.Advance(2 * time.Second)
+			_, _ = b.Acquire() // commits the reopen (if not committed already)
+		}, catalog.TripMaxHalfOpenDuration, catalog.TripConsecutiveFailures},
+		{"forced", Config{}, func(t *testing.T, b *Breaker, _ *clock.Fake) {
+			b.ForceOpen()
+		}, catalog.TripForced, catalog.TripForced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.NoJitter = true
+			b, clk, trs := newTest(t, tt.cfg)
+			tt.trip(t, b, clk)
+			sn := b.Snapshot()
+			var want [catalog.NumTripCauses]uint64
+			want[tt.want]++
+			if tt.episode != tt.want {
+				want[tt.episode]++ // the trip that began the episode
+			}
+			assert.Equal(t, want, sn.Trips)
+			assert.Equal(t, tt.episode, sn.TripCause, "the episode keeps the cause of its first trip")
+			require.NotEmpty(t, *trs)
+			last := (*trs)[len(*trs)-1]
+			assert.True(t, last.Trip(), "%s→%s", last.From, last.To)
+			assert.Equal(t, tt.want, last.Cause, "the event carries the cause")
+			for _, tr := range *trs {
+				if !tr.Trip() {
+					assert.Zero(t, tr.Cause, "%s→%s is not a trip", tr.From, tr.To)
+				}
+			}
+
+			b.Reset()
+			sn = b.Snapshot()
+			assert.True(t, sn.TrippedSince.IsZero())
+			assert.Equal(t, want, sn.Trips, "trips are cumulative")
+		})
+	}
+}
+
 type statusErr int
 
 func (s statusErr) Error() string   { return fmt.Sprintf("HTTP %d", int(s)) }
@@ -955,6 +1043,6 @@ func TestDefaultClassifyFollowsFailureClassification(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		_ = b.Do(ctx, func(context.Context) error { return statusErr(404) })
 	}
-	assert.Equal(t, Closed, b.State(), "4xx never trip a standalone breaker")
-	assert.Equal(t, uint64(5), b.Calls(Successful))
+	assert.Equal(t, catalog.StateClosed, b.State(), "4xx never trip a standalone breaker")
+	assert.Equal(t, uint64(5), b.Snapshot().Calls[catalog.CallSuccessful])
 }

@@ -2,8 +2,9 @@ package breaker
 
 import (
 	"errors"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
-	"math/rand/v2"
 )
 
 // Outcome is how a breaker counts a call's error.
@@ -45,7 +46,7 @@ func DefaultClassify(err error) Outcome {
 		return OutcomeFailure
 	}
 	var se classify.StatusError
-	if v.Class != classify.ClassRejected && v.Class != classify.ClassCanceled &&
+	if v.Class != catalog.ClassRejected && v.Class != catalog.ClassCanceled &&
 		errors.As(err, &se) && se.HTTPStatus() >= 400 {
 		return OutcomeSuccess
 	}
@@ -73,5 +74,3 @@ type ignoredError struct{ err error }
 
 func (e *ignoredError) Error() string { return e.err.Error() }
 func (e *ignoredError) Unwrap() error { return e.err }
-
-func randFloat64() float64 { return rand.Float64() }

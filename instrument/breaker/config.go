@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
@@ -63,21 +64,15 @@ const (
 	MaxHalfOpenCalls = 10000
 )
 
-// Rand is the randomness a breaker draws open-duration jitter from. *math/rand/v2.Rand
-// satisfies it. A breaker calls it with its internal lock held, so it need not be safe for
-// concurrent use by itself.
-type Rand interface {
-	Float64() float64
-}
-
 // Config configures a [Breaker]. The zero value is a valid configuration: a count-based window
 // of the last 100 calls, at least 20 calls before any evaluation, tripping at a failure rate of
 // 0.5 (slow-call detection off, slow-call rate threshold 0.8 once it is turned on), open for
-// 30 s ±20% jitter, 3 half-open probes, call-duration histogram on, the wall clock.
+// 30 s ±20% jitter, 3 half-open probes, call-duration histogram on, the wall clock and
+// clock.Global as the jitter source.
 //
 // Zero fields take their defaults. A field that does not apply to the chosen window (for
 // example MinCalls with ConsecutiveFailures) must stay zero; a set but unusable or out-of-range
-// field makes [New] and [Breaker.Reconfigure] return a [*ConfigError] naming it.
+// field makes [New] and [Breaker.Reconfigure] return a [*ConfigError] naming it and its value.
 type Config struct {
 	// Window selects the counting scheme (default CountBased).
 	Window WindowKind
@@ -135,25 +130,18 @@ type Config struct {
 	DisableDurationHistogram bool
 	// Clock is the time source (default the wall clock). Reconfigure cannot change it.
 	Clock clock.Clock
-	// Rand is the jitter source (default math/rand/v2's global source).
-	Rand Rand
+	// Rand is the jitter source (default clock.Global, math/rand/v2's global source). It must
+	// be safe for concurrent use (see clock.Locked).
+	Rand clock.Rand
 	// Events receives transitions, rejections and, when a listener is registered, call
 	// outcomes. nil = no events. A registry sets its own hub.
 	Events *events.Hub
 }
 
-// ConfigError reports an invalid configuration field. Use errors.As to inspect it.
-type ConfigError struct {
-	Breaker string // the breaker's name
-	Field   string // the Config field (or "name")
-	Value   any    // the rejected value
-	Reason  string // what is wrong with it
-}
-
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("breaker %q: %s = %v: %s", e.Breaker, e.Field, e.Value, e.Reason)
-}
+// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
+// configuration error, with Primitive "circuitbreaker", the breaker's name, the field and the
+// rejected value. Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
 
 // settings is a validated Config with defaults applied, in the form the hot path reads.
 type settings struct {
@@ -181,7 +169,7 @@ type settings struct {
 	classify Classifier
 	hist     bool
 	timed    bool // every permitted call measures its duration
-	rnd      Rand
+	rnd      clock.Rand
 	hub      *events.Hub
 	outcomes *events.Listeners[events.CallOutcome] // nil when hub is nil
 }
@@ -213,17 +201,13 @@ func (s *settings) effectiveThresholds() (fail, slow float64) {
 	return s.failThr, s.slowThr
 }
 
-type globalRand struct{}
-
-func (globalRand) Float64() float64 { return randFloat64() }
-
 // newSettings validates cfg for the breaker called name and applies defaults.
 func newSettings(name string, cfg Config) (*settings, error) {
 	bad := func(field string, value any, reason string) error {
-		return &ConfigError{Breaker: name, Field: field, Value: value, Reason: reason}
+		return &ConfigError{Primitive: string(catalog.CircuitBreaker), Name: name, Field: field, Value: value, Reason: reason}
 	}
 	if name == "" {
-		return nil, bad("name", `""`, "must not be empty")
+		return nil, bad("name", "", "must not be empty")
 	}
 	s := &settings{}
 	c := cfg
@@ -391,11 +375,7 @@ func newSettings(name string, cfg Config) (*settings, error) {
 	}
 	s.hist = !c.DisableDurationHistogram
 	s.timed = s.hist || s.slowNs > 0
-	if c.Rand == nil {
-		s.rnd = globalRand{}
-	} else {
-		s.rnd = c.Rand
-	}
+	s.rnd = clock.RandOr(c.Rand)
 	s.hub = c.Events
 	if s.hub != nil {
 		s.outcomes = &s.hub.Outcomes

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 // ErrOpen is matched (errors.Is) by every error a breaker returns when it refuses a call: open,
@@ -15,8 +17,8 @@ var ErrOpen = errors.New("circuit breaker open")
 type OpenError struct {
 	// Name is the breaker's name.
 	Name string
-	// State is the breaker's state at the decision: Open, ForcedOpen or HalfOpen.
-	State State
+	// State is the breaker's state at the decision: open, forced_open or half_open.
+	State catalog.State
 	// Remaining is how long the breaker stays open, usable as a Retry-After hint; 0 when
 	// unknown (forced open, or half-open with every probe permit taken).
 	Remaining time.Duration
@@ -38,6 +40,6 @@ func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 // interface{ Rejected() bool }.
 func (e *OpenError) Rejected() bool { return true }
 
-// FallbackCause returns "circuit_open", the fallback cause of this rejection (see package
-// fallback).
-func (e *OpenError) FallbackCause() string { return "circuit_open" }
+// FallbackCause returns catalog.CauseCircuitOpen, the fallback cause of this rejection (see
+// package fallback).
+func (e *OpenError) FallbackCause() (catalog.Cause, bool) { return catalog.CauseCircuitOpen, true }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
@@ -52,8 +53,29 @@ func ExampleBreaker_Allow() {
 	}
 	err = nil // ... make the call ...
 	done(err)
-	fmt.Println(b.Calls(breaker.Successful))
+	fmt.Println(b.Snapshot().Calls[catalog.CallSuccessful])
 	// Output: 1
+}
+
+func ExampleBreaker_Snapshot() {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b, _ := breaker.New("payments-api", breaker.Config{
+		Window: breaker.ConsecutiveFailures, WindowSize: 3, OpenDuration: 10 * time.Second, NoJitter: true, Clock: clk,
+	})
+	for range 3 {
+		_ = b.Do(context.Background(), func(context.Context) error { return errors.New("503") })
+	}
+	_ = b.Do(context.Background(), func(context.Context) error { return nil }) // rejected
+
+	// Counters are arrays indexed by the catalog's values.
+	sn := b.Snapshot()
+	fmt.Println(sn.State, "since", sn.TrippedSince.Format(time.TimeOnly), "because of", sn.TripCause)
+	fmt.Println("failed calls:", sn.Calls[catalog.CallFailed], "rejected:", sn.NotPermitted)
+	fmt.Println("trips:", sn.Trips[catalog.TripConsecutiveFailures], "closed→open:", sn.Transitions[catalog.StateClosed][catalog.StateOpen])
+	// Output:
+	// open since 00:00:00 because of consecutive_failures
+	// failed calls: 3 rejected: 1
+	// trips: 1 closed→open: 1
 }
 
 func ExampleOpenError() {

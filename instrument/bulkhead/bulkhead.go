@@ -1,6 +1,6 @@
 // Package bulkhead limits how many calls to one dependency run at the same time, so that a slow
 // dependency consumes only its own quota of goroutines, connections and memory (a semaphore
-// bulkhead, seed notes BH-01..BH-10).
+// bulkhead).
 //
 // A [Bulkhead] hands out at most MaxConcurrent permits. A caller that finds every permit taken
 // waits up to MaxWait for one (0, the default, rejects at once); waiters are admitted strictly in
@@ -17,6 +17,9 @@
 // The uncontended path (a permit is free and nobody waits) is one compare-and-swap to take the
 // permit, one atomic add to count it and one compare-and-swap to give it back; it allocates
 // nothing. A mutex and a FIFO queue are used only when a caller has to wait.
+//
+// [Bulkhead.Snapshot] reads the gauges, the admission counts (indexed by catalog.Admission) and
+// the wait-time distribution (a histogram.Snapshot) without blocking calls.
 package bulkhead
 
 import (
@@ -24,48 +27,49 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/histogram"
 )
 
 // ErrFull is the sentinel of bulkhead rejections: errors.Is(err, ErrFull) reports whether a call
 // was refused because every permit was taken (after waiting up to MaxWait).
 var ErrFull = errors.New("bulkhead full")
 
-// DefaultWaitBuckets are the upper bounds, in seconds, of the wait-time histogram when
-// Config.WaitBuckets is nil: 1 ms to 10 s. They equal the metric catalog's WaitBuckets (a test in
-// package collector checks that); they are repeated here because instrument never imports
-// collector.
-var DefaultWaitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+// DefaultMaxConcurrent is the number of permits of a zero Config.MaxConcurrent (resilience4j's
+// default too).
+const DefaultMaxConcurrent = 25
 
-// Primitive is the primitive name a bulkhead reports in its rejection events.
-const Primitive = "bulkhead"
-
-// Config configures a [Bulkhead].
+// Config configures a [Bulkhead]. The zero Config is a working default: 25 permits, rejection at
+// once when they are all taken, the wall clock, no events. Negative or impossible values make
+// [New] return a [*ConfigError] naming the field and its value.
 type Config struct {
-	// MaxConcurrent is the number of permits: calls allowed to run at the same time. Required, ≥ 1.
+	// MaxConcurrent is the number of permits: calls allowed to run at the same time (default 25;
+	// at most math.MaxInt32).
 	MaxConcurrent int
 	// MaxWait is how long a caller waits for a permit when all are taken. 0 (the default) rejects
 	// at once; negative values are invalid. The caller's context can end the wait earlier.
 	MaxWait time.Duration
-	// WaitBuckets are the upper bounds, in seconds, of the wait-time histogram, strictly
-	// increasing and positive. nil means [DefaultWaitBuckets].
-	WaitBuckets []float64
 	// Clock measures waits and runs the MaxWait timer. nil means the wall clock.
 	Clock clock.Clock
-	// Events receives a Rejection event (Primitive "bulkhead") for every rejected call. nil means
-	// no events.
+	// Events receives a Rejection event (Primitive catalog.Bulkhead) for every rejected call. nil
+	// means no events.
 	Events *events.Hub
 }
 
+// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
+// configuration error, with Primitive "bulkhead", the bulkhead's name, the field and the rejected
+// value. Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
+
 // FullError is the error of a rejected call. It satisfies errors.Is(err, ErrFull), reports
-// Rejected() == true (stormwatch's own rejection: classified "rejected", never retried, not a
-// breaker failure) and FallbackCause() == "bulkhead_full". A bulkhead returns the same *FullError
+// Rejected() == true (stormwatch's own rejection: classified rejected, never retried, not a
+// breaker failure) and the fallback cause bulkhead_full. A bulkhead returns the same *FullError
 // for every rejection; treat it as read-only.
 type FullError struct {
 	Name          string        // the bulkhead's name
@@ -87,8 +91,8 @@ func (e *FullError) Is(target error) bool { return target == ErrFull }
 // Rejected reports true: the call was refused by stormwatch itself, without running.
 func (e *FullError) Rejected() bool { return true }
 
-// FallbackCause returns "bulkhead_full", the fallback cause of this rejection.
-func (e *FullError) FallbackCause() string { return "bulkhead_full" }
+// FallbackCause returns catalog.CauseBulkheadFull, the fallback cause of this rejection.
+func (e *FullError) FallbackCause() (catalog.Cause, bool) { return catalog.CauseBulkheadFull, true }
 
 // state packs the permits in use (low 32 bits) and the number of queued waiters (high 32 bits)
 // into one word, so that the uncontended path is a single compare-and-swap: a value below
@@ -111,16 +115,15 @@ type Bulkhead struct {
 
 	// Invariant: waiters > 0 implies inflight == max (nobody queues while a permit is free, and a
 	// release hands its permit to the first waiter instead of freeing it).
-	state     atomic.Uint64
-	permitted atomic.Uint64
-	rejected  atomic.Uint64
+	state atomic.Uint64
+	calls [catalog.NumAdmissions]atomic.Uint64
 
 	mu         sync.Mutex // guards the waiter queue and every change of the waiter count
 	head, tail *waiter
 
-	bounds  []float64       // histogram upper bounds, seconds
-	waited  []atomic.Uint64 // decisions that queued, by bucket (non-cumulative; last = +Inf)
-	waitSum atomic.Int64    // nanoseconds waited in total
+	// waited holds the waits of the decisions that queued; the decisions made at once are added
+	// as zero waits when it is read (see Snapshot), so that the fast path does not observe.
+	waited histogram.Histogram
 }
 
 type waiter struct {
@@ -131,24 +134,23 @@ type waiter struct {
 
 func noop() {}
 
-// New returns a bulkhead called name. It returns an error naming the field and value when cfg is
-// invalid.
+// New returns a bulkhead called name, configured by cfg (the zero Config is a working default).
+// An invalid field is a [*ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Bulkhead, error) {
-	if name == "" {
-		return nil, errors.New("bulkhead: name must not be empty")
+	bad := func(field string, value any, reason string) error {
+		return &ConfigError{Primitive: string(catalog.Bulkhead), Name: name, Field: field, Value: value, Reason: reason}
 	}
-	if cfg.MaxConcurrent < 1 || cfg.MaxConcurrent > math.MaxInt32 {
-		return nil, fmt.Errorf("bulkhead %q: MaxConcurrent = %d: must be between 1 and %d", name, cfg.MaxConcurrent, math.MaxInt32)
+	if name == "" {
+		return nil, bad("name", "", "must not be empty")
+	}
+	if cfg.MaxConcurrent < 0 || cfg.MaxConcurrent > math.MaxInt32 {
+		return nil, bad("MaxConcurrent", cfg.MaxConcurrent, fmt.Sprintf("must be between 1 and %d (0 means the default, %d)", math.MaxInt32, DefaultMaxConcurrent))
 	}
 	if cfg.MaxWait < 0 {
-		return nil, fmt.Errorf("bulkhead %q: MaxWait = %s: must not be negative (0 rejects at once)", name, cfg.MaxWait)
+		return nil, bad("MaxWait", cfg.MaxWait, "must not be negative (0 rejects at once)")
 	}
-	bounds := DefaultWaitBuckets
-	if cfg.WaitBuckets != nil {
-		if err := validateBuckets(cfg.WaitBuckets); err != nil {
-			return nil, fmt.Errorf("bulkhead %q: WaitBuckets = %v: %w", name, cfg.WaitBuckets, err)
-		}
-		bounds = cfg.WaitBuckets
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
 	b := &Bulkhead{
 		name:    name,
@@ -157,36 +159,18 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		clock:   clock.Or(cfg.Clock),
 		hub:     cfg.Events,
 		full:    &FullError{Name: name, MaxConcurrent: cfg.MaxConcurrent, MaxWait: cfg.MaxWait},
-		bounds:  append([]float64(nil), bounds...),
-		waited:  make([]atomic.Uint64, len(bounds)+1),
 	}
 	b.release = b.releasePermit
 	return b, nil
 }
 
-func validateBuckets(bs []float64) error {
-	if len(bs) == 0 {
-		return errors.New("must hold at least one bound")
-	}
-	for i, v := range bs {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return fmt.Errorf("bound %v: must be positive and finite", v)
-		}
-		if i > 0 && v <= bs[i-1] {
-			return fmt.Errorf("bound %v after %v: must be strictly increasing", v, bs[i-1])
-		}
-	}
-	return nil
-}
-
 // Name returns the bulkhead's name.
 func (b *Bulkhead) Name() string { return b.name }
 
-// MaxConcurrent returns the number of permits.
-func (b *Bulkhead) MaxConcurrent() int { return int(b.max) }
-
-// MaxWait returns how long a caller waits for a permit at most.
-func (b *Bulkhead) MaxWait() time.Duration { return b.maxWait }
+// Config returns the bulkhead's configuration with defaults applied.
+func (b *Bulkhead) Config() Config {
+	return Config{MaxConcurrent: int(b.max), MaxWait: b.maxWait, Clock: b.clock, Events: b.hub}
+}
 
 // Acquire takes a permit, waiting up to MaxWait (and no longer than ctx allows) when all are in
 // use. On success it returns the function that gives the permit back: call it exactly once, when
@@ -199,7 +183,7 @@ func (b *Bulkhead) MaxWait() time.Duration { return b.maxWait }
 func (b *Bulkhead) Acquire(ctx context.Context) (release func(), err error) {
 	for s := b.state.Load(); s < b.max; s = b.state.Load() {
 		if b.state.CompareAndSwap(s, s+1) {
-			b.permitted.Add(1)
+			b.calls[catalog.AdmissionPermitted].Add(1)
 			return b.release, nil
 		}
 	}
@@ -236,7 +220,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
 		if s < b.max {
 			if b.state.CompareAndSwap(s, s+1) {
 				b.mu.Unlock()
-				b.permitted.Add(1)
+				b.calls[catalog.AdmissionPermitted].Add(1)
 				return b.release, nil
 			}
 			continue
@@ -293,8 +277,8 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
 }
 
 func (b *Bulkhead) admitWaiter(start time.Time) func() {
-	b.observeWait(b.clock.Now().Sub(start))
-	b.permitted.Add(1)
+	b.waited.Observe(b.clock.Now().Sub(start))
+	b.calls[catalog.AdmissionPermitted].Add(1)
 	return b.release
 }
 
@@ -316,9 +300,9 @@ func (b *Bulkhead) unlink(w *waiter) {
 // reject counts a rejection and returns the FullError. waited < 0 means the caller never queued.
 func (b *Bulkhead) reject(waited time.Duration) error {
 	if waited >= 0 {
-		b.observeWait(waited)
+		b.waited.Observe(waited)
 	}
-	b.rejected.Add(1)
+	b.calls[catalog.AdmissionRejected].Add(1)
 	b.emitRejection()
 	return b.full
 }
@@ -327,16 +311,16 @@ func (b *Bulkhead) reject(waited time.Duration) error {
 // context's error, wrapped.
 func (b *Bulkhead) abandon(ctx context.Context, waited time.Duration) error {
 	if waited >= 0 {
-		b.observeWait(waited)
+		b.waited.Observe(waited)
 	}
-	b.rejected.Add(1)
+	b.calls[catalog.AdmissionRejected].Add(1)
 	b.emitRejection()
 	return fmt.Errorf("bulkhead %q: gave up waiting for a permit: %w", b.name, context.Cause(ctx))
 }
 
 func (b *Bulkhead) emitRejection() {
 	if b.hub != nil && b.hub.Rejections.Active() {
-		b.hub.Rejections.Emit(events.Rejection{Primitive: Primitive, Name: b.name, At: b.clock.Now()})
+		b.hub.Rejections.Emit(events.Rejection{Primitive: catalog.Bulkhead, Name: b.name, At: b.clock.Now()})
 	}
 }
 
@@ -366,64 +350,42 @@ func (b *Bulkhead) releasePermit() {
 	}
 }
 
-func (b *Bulkhead) observeWait(d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	i := sort.SearchFloat64s(b.bounds, d.Seconds()) // first bound ≥ d
-	b.waited[i].Add(1)
-	b.waitSum.Add(int64(d))
+// Snapshot is a point-in-time reading of a bulkhead's gauges and counters. Taking one allocates
+// nothing and never blocks calls.
+type Snapshot struct {
+	MaxConcurrent int // configured permits
+	InFlight      int // permits in use
+	Waiting       int // callers queued for a permit
+	// Calls counts admission decisions since creation, indexed by catalog.AdmissionPermitted and
+	// catalog.AdmissionRejected (full, or the caller's context ended while waiting).
+	Calls [catalog.NumAdmissions]uint64
+	// Wait is the distribution of the time admission decisions took: one observation per
+	// permitted or rejected call, 0 (the zero bucket) for those decided at once. Its Count
+	// therefore tends to the sum of Calls (both are read separately, so a reading taken during
+	// calls may differ by the calls in progress).
+	Wait histogram.Snapshot
 }
 
-// Stats is a point-in-time reading of a bulkhead's gauges and counters.
-type Stats struct {
-	MaxConcurrent int    // configured permits
-	InFlight      int    // permits in use
-	Waiting       int    // callers queued for a permit
-	Permitted     uint64 // admissions granted since creation
-	Rejected      uint64 // admissions refused (full, or the caller's context ended while waiting)
-	Wait          WaitHistogram
-}
-
-// WaitHistogram is the distribution of the time admission decisions took: one observation per
-// permitted or rejected call, 0 for those decided at once. Its Count therefore tends to
-// Permitted + Rejected (both are read separately, so a reading taken during calls may differ by
-// the calls in progress).
-type WaitHistogram struct {
-	Bounds []float64 // upper bounds in seconds
-	Counts []uint64  // cumulative counts: observations ≤ Bounds[i]
-	Count  uint64    // all observations
-	Sum    float64   // seconds waited in total
-}
-
-// Stats reads the bulkhead's state now. It never blocks calls.
-func (b *Bulkhead) Stats() Stats {
+// Snapshot reads the bulkhead's state now.
+func (b *Bulkhead) Snapshot() Snapshot {
 	s := b.state.Load()
-	st := Stats{
+	sn := Snapshot{
 		MaxConcurrent: int(b.max),
 		InFlight:      int(s & inflightMask),
 		Waiting:       int(s >> 32),
-		Permitted:     b.permitted.Load(),
-		Rejected:      b.rejected.Load(),
 	}
-	raw := make([]uint64, len(b.waited))
-	var queued uint64
-	for i := range b.waited {
-		raw[i] = b.waited[i].Load()
-		queued += raw[i]
+	for i := range b.calls {
+		sn.Calls[i] = b.calls[i].Load()
 	}
-	// Decisions made without queueing waited 0: they fall into the first bucket.
-	if decided := st.Permitted + st.Rejected; decided > queued {
-		raw[0] += decided - queued
+	sn.Wait = b.waited.Snapshot()
+	// Decisions made without queueing waited 0: they count in the zero bucket.
+	var decided uint64
+	for _, n := range sn.Calls {
+		decided += n
 	}
-	h := WaitHistogram{Bounds: append([]float64(nil), b.bounds...), Counts: make([]uint64, len(b.bounds))}
-	var cum uint64
-	for i := range b.bounds {
-		cum += raw[i]
-		h.Counts[i] = cum
+	if decided > sn.Wait.Count {
+		sn.Wait.ZeroCount += decided - sn.Wait.Count
+		sn.Wait.Count = decided
 	}
-	h.Count = cum + raw[len(raw)-1]
-	h.Sum = time.Duration(b.waitSum.Load()).Seconds()
-	st.Wait = h
-	return st
+	return sn
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
@@ -23,35 +24,59 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestNewValidates(t *testing.T) {
 	tests := []struct {
-		name string
-		bh   string
-		cfg  Config
-		want string
+		name  string
+		bh    string
+		cfg   Config
+		field string
+		value any
 	}{
-		{"empty name", "", Config{MaxConcurrent: 1}, "name must not be empty"},
-		{"zero permits", "db", Config{}, `bulkhead "db": MaxConcurrent = 0: must be between 1`},
-		{"negative permits", "db", Config{MaxConcurrent: -3}, "MaxConcurrent = -3"},
-		{"too many permits", "db", Config{MaxConcurrent: 1 << 40}, "MaxConcurrent = 1099511627776"},
-		{"negative wait", "db", Config{MaxConcurrent: 1, MaxWait: -time.Second}, `bulkhead "db": MaxWait = -1s: must not be negative`},
-		{"empty buckets", "db", Config{MaxConcurrent: 1, WaitBuckets: []float64{}}, "WaitBuckets = []: must hold at least one bound"},
-		{"unsorted buckets", "db", Config{MaxConcurrent: 1, WaitBuckets: []float64{1, 0.5}}, "WaitBuckets = [1 0.5]: bound 0.5 after 1: must be strictly increasing"},
-		{"zero bucket", "db", Config{MaxConcurrent: 1, WaitBuckets: []float64{0, 1}}, "bound 0: must be positive"},
+		{"empty name", "", Config{MaxConcurrent: 1}, "name", ""},
+		{"negative permits", "db", Config{MaxConcurrent: -3}, "MaxConcurrent", -3},
+		{"too many permits", "db", Config{MaxConcurrent: 1 << 40}, "MaxConcurrent", 1 << 40},
+		{"negative wait", "db", Config{MaxConcurrent: 1, MaxWait: -time.Second}, "MaxWait", -time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, err := New(tt.bh, tt.cfg)
-			require.Error(t, err)
 			assert.Nil(t, b)
-			assert.Contains(t, err.Error(), tt.want)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, string(catalog.Bulkhead), ce.Primitive)
+			assert.Equal(t, tt.bh, ce.Name)
+			assert.Equal(t, tt.field, ce.Field)
+			assert.Equal(t, tt.value, ce.Value)
 		})
 	}
+	_, err := New("db", Config{MaxWait: -time.Second})
+	assert.EqualError(t, err, `bulkhead "db": MaxWait = -1s: must not be negative (0 rejects at once)`)
 
 	b, err := New("db", Config{MaxConcurrent: 3, MaxWait: time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, "db", b.Name())
-	assert.Equal(t, 3, b.MaxConcurrent())
-	assert.Equal(t, time.Second, b.MaxWait())
-	assert.Equal(t, DefaultWaitBuckets, b.Stats().Wait.Bounds)
+	assert.Equal(t, 3, b.Config().MaxConcurrent)
+	assert.Equal(t, time.Second, b.Config().MaxWait)
+	assert.Equal(t, 3, b.Snapshot().MaxConcurrent)
+}
+
+func TestZeroConfigIsAWorkingDefault(t *testing.T) {
+	b, err := New("db", Config{})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultMaxConcurrent, b.Config().MaxConcurrent)
+	assert.Equal(t, time.Duration(0), b.Config().MaxWait)
+	var releases []func()
+	for range DefaultMaxConcurrent {
+		release, err := b.Acquire(context.Background())
+		require.NoError(t, err)
+		releases = append(releases, release)
+	}
+	_, err = b.Acquire(context.Background())
+	assert.ErrorIs(t, err, ErrFull, "25 permits, rejection at once")
+	for _, r := range releases {
+		r()
+	}
+	sn := b.Snapshot()
+	assert.Equal(t, [catalog.NumAdmissions]uint64{catalog.AdmissionPermitted: 25, catalog.AdmissionRejected: 1}, sn.Calls)
+	assert.Equal(t, uint64(26), sn.Wait.ZeroCount, "every decision was made at once")
 }
 
 func TestFullError(t *testing.T) {
@@ -68,9 +93,11 @@ func TestFullError(t *testing.T) {
 	var rej interface{ Rejected() bool }
 	require.ErrorAs(t, err, &rej)
 	assert.True(t, rej.Rejected())
-	var fc interface{ FallbackCause() string }
+	var fc interface{ FallbackCause() (catalog.Cause, bool) }
 	require.ErrorAs(t, err, &fc)
-	assert.Equal(t, "bulkhead_full", fc.FallbackCause())
+	cause, ok := fc.FallbackCause()
+	assert.True(t, ok)
+	assert.Equal(t, catalog.CauseBulkheadFull, cause)
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 
 	waiting := &FullError{Name: "x", MaxConcurrent: 2, MaxWait: 100 * time.Millisecond}
@@ -145,9 +172,9 @@ func TestThousandCallers(t *testing.T) {
 			if tt.wantPermitted >= 0 {
 				assert.Equal(t, int64(tt.wantPermitted), permitted.Load())
 			}
-			st := b.Stats()
-			assert.Equal(t, uint64(permitted.Load()), st.Permitted)
-			assert.Equal(t, uint64(rejected.Load()), st.Rejected)
+			st := b.Snapshot()
+			assert.Equal(t, uint64(permitted.Load()), st.Calls[catalog.AdmissionPermitted])
+			assert.Equal(t, uint64(rejected.Load()), st.Calls[catalog.AdmissionRejected])
 			assert.Equal(t, 0, st.InFlight)
 			assert.Equal(t, 0, st.Waiting)
 			assert.Equal(t, uint64(callers), st.Wait.Count, "one wait observation per decision")
@@ -185,8 +212,8 @@ func TestWaitersAreAdmittedInFIFOOrder(t *testing.T) {
 	const n = 20
 	var wg sync.WaitGroup
 	admitted := queue(t, b, fake, n, &wg)
-	assert.Equal(t, n, b.Stats().Waiting)
-	assert.Equal(t, 1, b.Stats().InFlight)
+	assert.Equal(t, n, b.Snapshot().Waiting)
+	assert.Equal(t, 1, b.Snapshot().InFlight)
 
 	fake.Advance(30 * time.Millisecond) // every waiter has waited 30ms when admitted
 	release()
@@ -202,12 +229,15 @@ func TestWaitersAreAdmittedInFIFOOrder(t *testing.T) {
 	}
 	assert.Equal(t, want, order)
 
-	st := b.Stats()
-	assert.Equal(t, uint64(n+1), st.Permitted)
+	st := b.Snapshot()
+	assert.Equal(t, uint64(n+1), st.Calls[catalog.AdmissionPermitted])
 	assert.Equal(t, 0, st.InFlight)
 	assert.Equal(t, 0, st.Waiting)
-	// One decision at once (le=0.001 …), twenty after 30ms (le=0.05 …).
-	assert.Equal(t, []uint64{1, 1, 1, 1, n + 1, n + 1, n + 1, n + 1, n + 1, n + 1, n + 1, n + 1}, st.Wait.Counts)
+	// One decision at once (the zero bucket), twenty after 30ms (le=0.03125 …).
+	cum := st.Wait.Cumulative(catalog.WaitBuckets)
+	assert.Equal(t, uint64(1), st.Wait.ZeroCount)
+	assert.Equal(t, uint64(1), cum[0.015625])
+	assert.Equal(t, uint64(n+1), cum[0.03125])
 	assert.Equal(t, uint64(n+1), st.Wait.Count)
 	assert.InDelta(t, 0.6, st.Wait.Sum, 1e-9)
 }
@@ -237,7 +267,7 @@ func TestNewcomersDoNotOvertakeWaiters(t *testing.T) {
 
 	r1() // handed to the waiter, not freed
 	<-admittedWaiter
-	st := b.Stats()
+	st := b.Snapshot()
 	assert.Equal(t, 2, st.InFlight)
 	assert.Equal(t, 0, st.Waiting)
 
@@ -251,7 +281,7 @@ func TestNewcomersDoNotOvertakeWaiters(t *testing.T) {
 	close(holdWaiter)
 	wg.Wait()
 	r2()
-	assert.Equal(t, 0, b.Stats().InFlight)
+	assert.Equal(t, 0, b.Snapshot().InFlight)
 }
 
 func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
@@ -272,21 +302,23 @@ func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
 	}()
 	require.True(t, fake.WaitForTimers(1, nil))
 	fake.Advance(199 * time.Millisecond)
-	assert.Equal(t, 1, b.Stats().Waiting, "still waiting 1ms before MaxWait")
+	assert.Equal(t, 1, b.Snapshot().Waiting, "still waiting 1ms before MaxWait")
 	fake.Advance(time.Millisecond)
 	err = <-errc
 	require.ErrorIs(t, err, ErrFull)
 	assert.EqualError(t, err, `bulkhead "dep" full: 1 calls in flight, no permit within 200ms`)
 
-	st := b.Stats()
+	st := b.Snapshot()
 	assert.Equal(t, 0, st.Waiting)
 	assert.Equal(t, 1, st.InFlight)
-	assert.Equal(t, uint64(1), st.Permitted)
-	assert.Equal(t, uint64(1), st.Rejected)
-	assert.Equal(t, []uint64{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2}, st.Wait.Counts, "the rejected caller waited 200ms")
+	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionPermitted])
+	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionRejected])
+	cum := st.Wait.Cumulative(catalog.WaitBuckets)
+	assert.Equal(t, uint64(1), cum[0.125], "the permitted caller did not wait")
+	assert.Equal(t, uint64(2), cum[0.25], "the rejected caller waited 200ms")
 	assert.InDelta(t, 0.2, st.Wait.Sum, 1e-9)
 	require.Len(t, got, 1)
-	assert.Equal(t, events.Rejection{Primitive: "bulkhead", Name: "dep", At: epoch.Add(200 * time.Millisecond)}, got[0])
+	assert.Equal(t, events.Rejection{Primitive: catalog.Bulkhead, Name: "dep", At: epoch.Add(200 * time.Millisecond)}, got[0])
 }
 
 func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
@@ -329,12 +361,12 @@ func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
 			assert.Contains(t, err.Error(), `bulkhead "dep": gave up waiting for a permit`)
 			assert.Equal(t, 0, fake.Timers(), "the MaxWait timer is stopped")
 
-			st := b.Stats()
+			st := b.Snapshot()
 			assert.Equal(t, 0, st.Waiting)
 			assert.Equal(t, 1, st.InFlight)
-			assert.Equal(t, uint64(1), st.Rejected)
+			assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionRejected])
 			release()
-			assert.Equal(t, 0, b.Stats().InFlight, "the permit went back to the pool, not to the gone waiter")
+			assert.Equal(t, 0, b.Snapshot().InFlight, "the permit went back to the pool, not to the gone waiter")
 		})
 	}
 }
@@ -355,10 +387,10 @@ func TestAlreadyEndedContextDoesNotQueue(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, fake.Timers())
 	release()
-	st := b.Stats()
-	assert.Equal(t, uint64(1), st.Permitted)
-	assert.Equal(t, uint64(1), st.Rejected)
-	assert.Equal(t, []uint64{2}, st.Wait.Counts[:1], "neither decision waited")
+	st := b.Snapshot()
+	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionPermitted])
+	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionRejected])
+	assert.Equal(t, uint64(2), st.Wait.ZeroCount, "neither decision waited")
 }
 
 func TestPermitIsReleasedOnPanicAndCancellation(t *testing.T) {
@@ -373,7 +405,7 @@ func TestPermitIsReleasedOnPanicAndCancellation(t *testing.T) {
 			_, _ = Call(context.Background(), b, func(context.Context) (int, error) { panic("boom") })
 		})
 	}
-	assert.Equal(t, 0, b.Stats().InFlight)
+	assert.Equal(t, 0, b.Snapshot().InFlight)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 2)
@@ -389,14 +421,14 @@ func TestPermitIsReleasedOnPanicAndCancellation(t *testing.T) {
 	}
 	<-started
 	<-started
-	assert.Equal(t, 2, b.Stats().InFlight)
+	assert.Equal(t, 2, b.Snapshot().InFlight)
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
 	require.ErrorIs(t, <-errc, context.Canceled)
-	st := b.Stats()
+	st := b.Snapshot()
 	assert.Equal(t, 0, st.InFlight)
-	assert.Equal(t, uint64(12), st.Permitted)
-	assert.Equal(t, uint64(0), st.Rejected)
+	assert.Equal(t, uint64(12), st.Calls[catalog.AdmissionPermitted])
+	assert.Equal(t, uint64(0), st.Calls[catalog.AdmissionRejected])
 }
 
 func TestCallReturnsTheValue(t *testing.T) {
@@ -430,7 +462,7 @@ func TestReleaseMoreThanAcquiredPanics(t *testing.T) {
 	noopRelease, err := b.Acquire(context.Background())
 	require.ErrorIs(t, err, ErrFull)
 	assert.NotPanics(t, noopRelease, "the release returned with an error is a no-op")
-	assert.Equal(t, 1, b.Stats().InFlight)
+	assert.Equal(t, 1, b.Snapshot().InFlight)
 }
 
 func TestRejectionEventsOnlyWhenListened(t *testing.T) {
@@ -446,7 +478,7 @@ func TestRejectionEventsOnlyWhenListened(t *testing.T) {
 	var n int
 	remove := hub.Rejections.Add(func(e events.Rejection) {
 		n++
-		assert.Equal(t, "bulkhead", e.Primitive)
+		assert.Equal(t, catalog.Bulkhead, e.Primitive)
 		assert.Equal(t, "dep", e.Name)
 		assert.Empty(t, e.State)
 	})
@@ -456,12 +488,12 @@ func TestRejectionEventsOnlyWhenListened(t *testing.T) {
 	_, err = b.Acquire(context.Background())
 	require.ErrorIs(t, err, ErrFull)
 	assert.Equal(t, 1, n)
-	assert.Equal(t, uint64(3), b.Stats().Rejected)
+	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.AdmissionRejected])
 }
 
-func TestCustomWaitBuckets(t *testing.T) {
+func TestLongWaitsCountAboveTheLastBound(t *testing.T) {
 	fake := clock.NewFake(epoch)
-	b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: 5 * time.Second, WaitBuckets: []float64{0.1, 1}, Clock: fake})
+	b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: 10 * time.Second, Clock: fake})
 	require.NoError(t, err)
 	release, err := b.Acquire(context.Background())
 	require.NoError(t, err)
@@ -471,14 +503,14 @@ func TestCustomWaitBuckets(t *testing.T) {
 		errc <- err
 	}()
 	require.True(t, fake.WaitForTimers(1, nil))
-	fake.Advance(5 * time.Second) // waits beyond the last bound: only in +Inf
+	fake.Advance(10 * time.Second) // beyond the last classic bound (8 s): only in +Inf
 	require.ErrorIs(t, <-errc, ErrFull)
 	release()
-	st := b.Stats()
-	assert.Equal(t, []float64{0.1, 1}, st.Wait.Bounds)
-	assert.Equal(t, []uint64{1, 1}, st.Wait.Counts)
+	st := b.Snapshot()
+	last := catalog.WaitBuckets[len(catalog.WaitBuckets)-1]
+	assert.Equal(t, uint64(1), st.Wait.Cumulative(catalog.WaitBuckets)[last])
 	assert.Equal(t, uint64(2), st.Wait.Count)
-	assert.InDelta(t, 5.0, st.Wait.Sum, 1e-9)
+	assert.InDelta(t, 10.0, st.Wait.Sum, 1e-9)
 }
 
 func TestUncontendedAcquireReleaseDoesNotAllocate(t *testing.T) {
@@ -581,10 +613,10 @@ func TestStressWaitersTimersAndCancellations(t *testing.T) {
 	wg.Wait()
 	t.Logf("permitted %d, rejected %d", admitted.Load(), refused.Load())
 	assert.LessOrEqual(t, peak.Load(), int64(permits))
-	st := b.Stats()
-	assert.Equal(t, admitted.Load(), st.Permitted)
-	assert.Equal(t, refused.Load(), st.Rejected)
-	assert.Equal(t, uint64(workers*rounds), st.Permitted+st.Rejected)
+	st := b.Snapshot()
+	assert.Equal(t, admitted.Load(), st.Calls[catalog.AdmissionPermitted])
+	assert.Equal(t, refused.Load(), st.Calls[catalog.AdmissionRejected])
+	assert.Equal(t, uint64(workers*rounds), st.Calls[catalog.AdmissionPermitted]+st.Calls[catalog.AdmissionRejected])
 	assert.Equal(t, 0, st.InFlight)
 	assert.Equal(t, 0, st.Waiting)
 	assert.Equal(t, uint64(workers*rounds), st.Wait.Count)

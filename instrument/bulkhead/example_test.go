@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 )
 
@@ -25,8 +26,8 @@ func Example() {
 		return nil
 	})
 	fmt.Println("outer call:", err)
-	st := b.Stats()
-	fmt.Println("permitted:", st.Permitted, "rejected:", st.Rejected, "in flight:", st.InFlight)
+	st := b.Snapshot()
+	fmt.Println("permitted:", st.Calls[catalog.AdmissionPermitted], "rejected:", st.Calls[catalog.AdmissionRejected], "in flight:", st.InFlight)
 	// Output:
 	// inner call full: true
 	// outer call: <nil>
@@ -45,6 +46,6 @@ func ExampleBulkhead_Acquire() {
 		return
 	}
 	defer release()
-	fmt.Println("in flight:", b.Stats().InFlight)
+	fmt.Println("in flight:", b.Snapshot().InFlight)
 	// Output: in flight: 1
 }

@@ -1,8 +1,8 @@
 // Package classify decides, for one finished outbound call, whether it failed, whether it may be
-// retried and whether it counts as a failure for a circuit breaker (SPEC §2).
+// retried and whether it counts as a failure for a circuit breaker.
 //
 // One classifier gives two separate verdicts (retryable, breaker failure) and a failure class from
-// a closed set. The class is a metric label value and a log field value:
+// the closed set catalog.Classes. The class is a metric label value and a log field value:
 //
 //	v := classify.Classify(resp, err, classify.IsIdempotent(req))
 //	if v.Failed() && v.Retryable { … }
@@ -13,8 +13,8 @@
 // retried and never counted as a breaker failure; stormwatch's own rejections (an open breaker, a
 // full bulkhead) are recognised through the [Rejection] interface and never retried.
 //
-// The package imports nothing of stormwatch, so the breaker, the retry and the HTTP middleware
-// can all use it.
+// The package imports nothing of stormwatch but the metric catalog (where the classes are
+// defined), so the breaker, the retry and the HTTP middleware can all use it.
 package classify
 
 import (
@@ -28,74 +28,12 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
-// Failure classes (SPEC §2). They are identical to the catalog's `class` label values; a test in
-// the collector package checks that the two sets are the same.
-const (
-	ClassHTTP4xx          = "http_4xx"           // client errors other than 401, 403, 408, 429
-	ClassHTTPAuth         = "http_auth"          // 401 and 403
-	ClassHTTP408          = "http_408"           // 408 Request Timeout
-	ClassHTTP429          = "http_429"           // 429 Too Many Requests
-	ClassHTTP5xx          = "http_5xx"           // 500, 502, 503, 504 and other 5xx
-	ClassHTTP5xxPermanent = "http_5xx_permanent" // 501 and 505
-	ClassConnRefused      = "conn_refused"       // connection refused
-	ClassConnReset        = "conn_reset"         // connection reset or dropped
-	ClassDNS              = "dns"                // name resolution failed
-	ClassTLSCert          = "tls_cert"           // the peer's certificate was not accepted
-	ClassTLS              = "tls"                // other TLS failures
-	ClassTimeout          = "timeout"            // timed out (read timeout, the attempt's deadline)
-	ClassCanceled         = "canceled"           // the caller cancelled
-	ClassRejected         = "rejected"           // refused by stormwatch itself (breaker open, bulkhead full)
-	ClassError            = "error"              // any other error
-)
-
-// Classes is the closed set of failure classes, in catalog order.
-var Classes = []string{
-	ClassHTTP4xx, ClassHTTPAuth, ClassHTTP408, ClassHTTP429, ClassHTTP5xx, ClassHTTP5xxPermanent,
-	ClassConnRefused, ClassConnReset, ClassDNS, ClassTLSCert, ClassTLS, ClassTimeout,
-	ClassCanceled, ClassRejected, ClassError,
-}
-
-// ClassIndex returns the position of class in [Classes], or -1 for a string outside the set.
-func ClassIndex(class string) int {
-	switch class {
-	case ClassHTTP4xx:
-		return 0
-	case ClassHTTPAuth:
-		return 1
-	case ClassHTTP408:
-		return 2
-	case ClassHTTP429:
-		return 3
-	case ClassHTTP5xx:
-		return 4
-	case ClassHTTP5xxPermanent:
-		return 5
-	case ClassConnRefused:
-		return 6
-	case ClassConnReset:
-		return 7
-	case ClassDNS:
-		return 8
-	case ClassTLSCert:
-		return 9
-	case ClassTLS:
-		return 10
-	case ClassTimeout:
-		return 11
-	case ClassCanceled:
-		return 12
-	case ClassRejected:
-		return 13
-	case ClassError:
-		return 14
-	}
-	return -1
-}
-
-// Verdict is the classification of one call. The zero Verdict (empty Class) means the call
-// succeeded.
+// Verdict is the classification of one call. The zero Verdict (Class catalog.ClassNone) means the
+// call succeeded.
 type Verdict struct {
 	// Retryable says the call may be repeated: the fault is likely transient and repeating it is
 	// safe for the operation's idempotency.
@@ -103,12 +41,12 @@ type Verdict struct {
 	// BreakerFailure says the call counts as a failure for a circuit breaker: it is evidence that
 	// the dependency is unhealthy (4xx and the caller's cancellation are not).
 	BreakerFailure bool
-	// Class is the failure class, one of [Classes]; empty for a success.
-	Class string
+	// Class is the failure class, one of catalog.Classes; catalog.ClassNone for a success.
+	Class catalog.Class
 }
 
 // Failed reports whether the verdict is a failure (has a class).
-func (v Verdict) Failed() bool { return v.Class != "" }
+func (v Verdict) Failed() bool { return v.Class != catalog.ClassNone }
 
 // Rejection is implemented by the errors with which stormwatch's own primitives refuse a call
 // without running it (an open circuit breaker, a full bulkhead). Rejected reports true. Such
@@ -145,7 +83,7 @@ func IsIdempotent(req *http.Request) bool {
 	return false
 }
 
-// Classify classifies an HTTP call from its response and transport error (SPEC §2). idempotent
+// Classify classifies an HTTP call from its response and transport error. idempotent
 // says whether the request may be repeated safely (see [IsIdempotent]); it gates retrying a 504
 // and a timeout after the request was sent.
 //
@@ -174,19 +112,19 @@ func Status(code int, idempotent bool) Verdict {
 	case code < 400:
 		return Verdict{}
 	case code == http.StatusRequestTimeout:
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassHTTP408}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassHTTP408}
 	case code == http.StatusTooManyRequests:
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassHTTP429}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassHTTP429}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return Verdict{Class: ClassHTTPAuth}
+		return Verdict{Class: catalog.ClassHTTPAuth}
 	case code < 500:
-		return Verdict{Class: ClassHTTP4xx}
+		return Verdict{Class: catalog.ClassHTTP4xx}
 	case code == http.StatusNotImplemented || code == http.StatusHTTPVersionNotSupported:
-		return Verdict{Class: ClassHTTP5xxPermanent}
+		return Verdict{Class: catalog.ClassHTTP5xxPermanent}
 	case code == http.StatusGatewayTimeout:
-		return Verdict{Retryable: idempotent, BreakerFailure: true, Class: ClassHTTP5xx}
+		return Verdict{Retryable: idempotent, BreakerFailure: true, Class: catalog.ClassHTTP5xx}
 	default:
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassHTTP5xx}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassHTTP5xx}
 	}
 }
 
@@ -208,14 +146,14 @@ func ClassifyError(err error, idempotent bool) Verdict {
 	}
 	var biz *businessError
 	if errors.As(err, &biz) {
-		return Verdict{Class: ClassError}
+		return Verdict{Class: catalog.ClassError}
 	}
 	var rej Rejection
 	if errors.As(err, &rej) && rej.Rejected() {
-		return Verdict{Class: ClassRejected}
+		return Verdict{Class: catalog.ClassRejected}
 	}
 	if errors.Is(err, context.Canceled) {
-		return Verdict{Class: ClassCanceled}
+		return Verdict{Class: catalog.ClassCanceled}
 	}
 	var v Verdict
 	var se StatusError
@@ -233,29 +171,29 @@ func ClassifyError(err error, idempotent bool) Verdict {
 
 func transport(err error, idempotent bool) Verdict {
 	if isTLSCert(err) {
-		return Verdict{BreakerFailure: true, Class: ClassTLSCert}
+		return Verdict{BreakerFailure: true, Class: catalog.ClassTLSCert}
 	}
 	if isTLS(err) {
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassTLS}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassTLS}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassDNS}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassDNS}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassConnRefused}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassConnRefused}
 	}
 	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return Verdict{Retryable: true, BreakerFailure: true, Class: ClassConnReset}
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassConnReset}
 	}
 	if isTimeout(err) {
 		// A timeout while dialling means the request was never sent: repeating it is safe.
 		var op *net.OpError
 		notSent := errors.As(err, &op) && op.Op == "dial"
-		return Verdict{Retryable: idempotent || notSent, BreakerFailure: true, Class: ClassTimeout}
+		return Verdict{Retryable: idempotent || notSent, BreakerFailure: true, Class: catalog.ClassTimeout}
 	}
-	return Verdict{Retryable: true, BreakerFailure: true, Class: ClassError}
+	return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
 }
 
 func isTimeout(err error) bool {

@@ -18,15 +18,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStatusTable(t *testing.T) {
-	fail := func(retry bool, class string) Verdict {
+	fail := func(retry bool, class catalog.Class) Verdict {
 		return Verdict{Retryable: retry, BreakerFailure: true, Class: class}
 	}
-	pass := func(class string) Verdict { return Verdict{Class: class} }
+	pass := func(class catalog.Class) Verdict { return Verdict{Class: class} }
 	cases := []struct {
 		code       int
 		idempotent bool
@@ -35,32 +37,32 @@ func TestStatusTable(t *testing.T) {
 		{200, false, Verdict{}},
 		{204, true, Verdict{}},
 		{304, true, Verdict{}},
-		{400, true, pass(ClassHTTP4xx)},
-		{401, true, pass(ClassHTTPAuth)},
-		{403, true, pass(ClassHTTPAuth)},
-		{404, true, pass(ClassHTTP4xx)},
-		{409, true, pass(ClassHTTP4xx)},
-		{422, true, pass(ClassHTTP4xx)},
-		{425, true, pass(ClassHTTP4xx)},
-		{451, true, pass(ClassHTTP4xx)},
-		{408, false, fail(true, ClassHTTP408)},
-		{429, false, fail(true, ClassHTTP429)},
-		{500, false, fail(true, ClassHTTP5xx)},
-		{502, false, fail(true, ClassHTTP5xx)},
-		{503, false, fail(true, ClassHTTP5xx)},
-		{504, true, fail(true, ClassHTTP5xx)},
-		{504, false, fail(false, ClassHTTP5xx)},
-		{501, true, pass(ClassHTTP5xxPermanent)},
-		{505, true, pass(ClassHTTP5xxPermanent)},
-		{507, false, fail(true, ClassHTTP5xx)},
-		{511, false, fail(true, ClassHTTP5xx)},
+		{400, true, pass(catalog.ClassHTTP4xx)},
+		{401, true, pass(catalog.ClassHTTPAuth)},
+		{403, true, pass(catalog.ClassHTTPAuth)},
+		{404, true, pass(catalog.ClassHTTP4xx)},
+		{409, true, pass(catalog.ClassHTTP4xx)},
+		{422, true, pass(catalog.ClassHTTP4xx)},
+		{425, true, pass(catalog.ClassHTTP4xx)},
+		{451, true, pass(catalog.ClassHTTP4xx)},
+		{408, false, fail(true, catalog.ClassHTTP408)},
+		{429, false, fail(true, catalog.ClassHTTP429)},
+		{500, false, fail(true, catalog.ClassHTTP5xx)},
+		{502, false, fail(true, catalog.ClassHTTP5xx)},
+		{503, false, fail(true, catalog.ClassHTTP5xx)},
+		{504, true, fail(true, catalog.ClassHTTP5xx)},
+		{504, false, fail(false, catalog.ClassHTTP5xx)},
+		{501, true, pass(catalog.ClassHTTP5xxPermanent)},
+		{505, true, pass(catalog.ClassHTTP5xxPermanent)},
+		{507, false, fail(true, catalog.ClassHTTP5xx)},
+		{511, false, fail(true, catalog.ClassHTTP5xx)},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d/idempotent=%v", c.code, c.idempotent), func(t *testing.T) {
 			assert.Equal(t, c.want, Status(c.code, c.idempotent))
 			resp := &http.Response{StatusCode: c.code}
 			assert.Equal(t, c.want, Classify(resp, nil, c.idempotent))
-			assert.Equal(t, c.want.Failed(), c.want.Class != "")
+			assert.Equal(t, c.want.Failed(), c.want.Class != catalog.ClassNone)
 		})
 	}
 }
@@ -166,13 +168,13 @@ func TestTransportErrorsFromRealOperations(t *testing.T) {
 		url    string
 		want   Verdict
 	}{
-		{"connection refused", "GET", "http://" + closedPort(t) + "/", Verdict{true, true, ClassConnRefused}},
-		{"connection reset", "GET", "http://" + reset + "/", Verdict{true, true, ClassConnReset}},
-		{"dns failure", "GET", "http://stormwatch-test.invalid/", Verdict{true, true, ClassDNS}},
-		{"untrusted certificate", "GET", untrusted.URL + "/", Verdict{false, true, ClassTLSCert}},
-		{"tls handshake alert", "GET", "https://" + alert + "/", Verdict{true, true, ClassTLS}},
-		{"read timeout, idempotent", "GET", "http://" + silent + "/", Verdict{true, true, ClassTimeout}},
-		{"read timeout, not idempotent", "POST", "http://" + silent + "/", Verdict{false, true, ClassTimeout}},
+		{"connection refused", "GET", "http://" + closedPort(t) + "/", Verdict{true, true, catalog.ClassConnRefused}},
+		{"connection reset", "GET", "http://" + reset + "/", Verdict{true, true, catalog.ClassConnReset}},
+		{"dns failure", "GET", "http://stormwatch-test.invalid/", Verdict{true, true, catalog.ClassDNS}},
+		{"untrusted certificate", "GET", untrusted.URL + "/", Verdict{false, true, catalog.ClassTLSCert}},
+		{"tls handshake alert", "GET", "https://" + alert + "/", Verdict{true, true, catalog.ClassTLS}},
+		{"read timeout, idempotent", "GET", "http://" + silent + "/", Verdict{true, true, catalog.ClassTimeout}},
+		{"read timeout, not idempotent", "POST", "http://" + silent + "/", Verdict{false, true, catalog.ClassTimeout}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,8 +205,8 @@ func TestAttemptDeadlineAndCallerCancellation(t *testing.T) {
 	_, err := tr.RoundTrip(req)
 	cancel()
 	require.Error(t, err)
-	assert.Equal(t, Verdict{true, true, ClassTimeout}, Classify(nil, err, true))
-	assert.Equal(t, Verdict{false, true, ClassTimeout}, Classify(nil, err, false))
+	assert.Equal(t, Verdict{true, true, catalog.ClassTimeout}, Classify(nil, err, true))
+	assert.Equal(t, Verdict{false, true, catalog.ClassTimeout}, Classify(nil, err, false))
 
 	// The caller cancels: never retried, not a breaker failure.
 	ctx, cancel = context.WithCancel(context.Background())
@@ -212,7 +214,7 @@ func TestAttemptDeadlineAndCallerCancellation(t *testing.T) {
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 	_, err = tr.RoundTrip(req)
 	require.Error(t, err)
-	assert.Equal(t, Verdict{Class: ClassCanceled}, Classify(nil, err, true))
+	assert.Equal(t, Verdict{Class: catalog.ClassCanceled}, Classify(nil, err, true))
 }
 
 type fakeRejection struct{ name string }
@@ -238,28 +240,28 @@ func TestErrorTable(t *testing.T) {
 		want       Verdict
 	}{
 		{"nil", nil, false, Verdict{}},
-		{"own rejection", &fakeRejection{"payments"}, true, Verdict{Class: ClassRejected}},
-		{"wrapped rejection", fmt.Errorf("call: %w", &fakeRejection{"payments"}), true, Verdict{Class: ClassRejected}},
-		{"Rejected() false is an ordinary error", notRejection{}, true, Verdict{true, true, ClassError}},
-		{"caller cancelled", fmt.Errorf("db: %w", context.Canceled), true, Verdict{Class: ClassCanceled}},
-		{"deadline, idempotent", context.DeadlineExceeded, true, Verdict{true, true, ClassTimeout}},
-		{"deadline, not idempotent", context.DeadlineExceeded, false, Verdict{false, true, ClassTimeout}},
-		{"os deadline", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, false, Verdict{false, true, ClassTimeout}},
-		{"dial timeout: never sent", &net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, false, Verdict{true, true, ClassTimeout}},
-		{"refused syscall", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false, Verdict{true, true, ClassConnRefused}},
-		{"reset syscall", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false, Verdict{true, true, ClassConnReset}},
-		{"unexpected EOF", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), false, Verdict{true, true, ClassConnReset}},
-		{"dns", &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, false, Verdict{true, true, ClassDNS}},
-		{"dns timeout is dns", &net.DNSError{Err: "timeout", Name: "x", IsTimeout: true}, false, Verdict{true, true, ClassDNS}},
-		{"other", errors.New("boom"), false, Verdict{true, true, ClassError}},
-		{"permanent keeps class", Permanent(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), true, Verdict{false, true, ClassConnRefused}},
-		{"business", Business(errors.New("insufficient balance")), true, Verdict{Class: ClassError}},
-		{"tls record header", fmt.Errorf("x: %w", tls.RecordHeaderError{Msg: "bad"}), true, Verdict{true, true, ClassTLS}},
-		{"status error 404: not a breaker failure", fmt.Errorf("get: %w", statusErr(404)), true, Verdict{Class: ClassHTTP4xx}},
-		{"status error 503", statusErr(503), false, Verdict{true, true, ClassHTTP5xx}},
-		{"status error 504 not idempotent", statusErr(504), false, Verdict{false, true, ClassHTTP5xx}},
-		{"status error without a status", statusErr(0), false, Verdict{true, true, ClassError}},
-		{"remote tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true, Verdict{true, true, ClassTLS}},
+		{"own rejection", &fakeRejection{"payments"}, true, Verdict{Class: catalog.ClassRejected}},
+		{"wrapped rejection", fmt.Errorf("call: %w", &fakeRejection{"payments"}), true, Verdict{Class: catalog.ClassRejected}},
+		{"Rejected() false is an ordinary error", notRejection{}, true, Verdict{true, true, catalog.ClassError}},
+		{"caller cancelled", fmt.Errorf("db: %w", context.Canceled), true, Verdict{Class: catalog.ClassCanceled}},
+		{"deadline, idempotent", context.DeadlineExceeded, true, Verdict{true, true, catalog.ClassTimeout}},
+		{"deadline, not idempotent", context.DeadlineExceeded, false, Verdict{false, true, catalog.ClassTimeout}},
+		{"os deadline", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, false, Verdict{false, true, catalog.ClassTimeout}},
+		{"dial timeout: never sent", &net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, false, Verdict{true, true, catalog.ClassTimeout}},
+		{"refused syscall", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false, Verdict{true, true, catalog.ClassConnRefused}},
+		{"reset syscall", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false, Verdict{true, true, catalog.ClassConnReset}},
+		{"unexpected EOF", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), false, Verdict{true, true, catalog.ClassConnReset}},
+		{"dns", &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, false, Verdict{true, true, catalog.ClassDNS}},
+		{"dns timeout is dns", &net.DNSError{Err: "timeout", Name: "x", IsTimeout: true}, false, Verdict{true, true, catalog.ClassDNS}},
+		{"other", errors.New("boom"), false, Verdict{true, true, catalog.ClassError}},
+		{"permanent keeps class", Permanent(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), true, Verdict{false, true, catalog.ClassConnRefused}},
+		{"business", Business(errors.New("insufficient balance")), true, Verdict{Class: catalog.ClassError}},
+		{"tls record header", fmt.Errorf("x: %w", tls.RecordHeaderError{Msg: "bad"}), true, Verdict{true, true, catalog.ClassTLS}},
+		{"status error 404: not a breaker failure", fmt.Errorf("get: %w", statusErr(404)), true, Verdict{Class: catalog.ClassHTTP4xx}},
+		{"status error 503", statusErr(503), false, Verdict{true, true, catalog.ClassHTTP5xx}},
+		{"status error 504 not idempotent", statusErr(504), false, Verdict{false, true, catalog.ClassHTTP5xx}},
+		{"status error without a status", statusErr(0), false, Verdict{true, true, catalog.ClassError}},
+		{"remote tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true, Verdict{true, true, catalog.ClassTLS}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -274,12 +276,21 @@ func TestErrorTable(t *testing.T) {
 	assert.Equal(t, "x", Business(base).Error())
 }
 
-func TestClassIndexCoversClasses(t *testing.T) {
-	for i, c := range Classes {
-		assert.Equal(t, i, ClassIndex(c), c)
+func TestEveryFailureHasAClassOfTheClosedSet(t *testing.T) {
+	// Classes are metric label values: a failure must never carry ClassNone or a value outside
+	// catalog.Classes.
+	for code := 400; code < 600; code++ {
+		for _, idem := range []bool{true, false} {
+			v := Status(code, idem)
+			assert.True(t, v.Class.Valid(), "status %d: class %v", code, v.Class)
+		}
 	}
-	assert.Equal(t, -1, ClassIndex("nope"))
-	assert.Equal(t, -1, ClassIndex(""))
+	for _, err := range []error{errors.New("x"), context.Canceled, context.DeadlineExceeded,
+		Business(errors.New("x")), &fakeRejection{"payments"}, syscall.ECONNREFUSED, io.EOF} {
+		assert.True(t, ClassifyError(err, true).Class.Valid(), "%v", err)
+	}
+	assert.Equal(t, catalog.ClassNone, ClassifyError(nil, true).Class)
+	assert.False(t, Verdict{}.Failed())
 }
 
 func ExampleClassify() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
@@ -18,12 +19,12 @@ import (
 // TestStormwatchErrorsCarryTheirCause checks the FallbackCause contract against the breaker's and
 // the retry's real errors (the bulkhead's and the timeout's are covered by TestDefaultClassify).
 func TestStormwatchErrorsCarryTheirCause(t *testing.T) {
-	open := &breaker.OpenError{Name: "prices", State: breaker.Open, Remaining: time.Second}
-	assert.Equal(t, CauseCircuitOpen, DefaultClassify(open))
-	assert.Equal(t, CauseCircuitOpen, DefaultClassify(fmt.Errorf("get: %w", open)))
+	open := &breaker.OpenError{Name: "prices", State: catalog.StateOpen, Remaining: time.Second}
+	assert.Equal(t, catalog.CauseCircuitOpen, DefaultClassify(open))
+	assert.Equal(t, catalog.CauseCircuitOpen, DefaultClassify(fmt.Errorf("get: %w", open)))
 
 	fake := clock.NewFake(epoch)
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.MaxAttempts = 2
 	cfg.Clock = fake
 	cfg.Budget.Disabled = true
@@ -37,5 +38,5 @@ func TestStormwatchErrorsCarryTheirCause(t *testing.T) {
 	fake.Advance(time.Minute)
 	exhausted := <-errc
 	require.Error(t, exhausted)
-	assert.Equal(t, CauseRetriesExhausted, DefaultClassify(exhausted))
+	assert.Equal(t, catalog.CauseRetriesExhausted, DefaultClassify(exhausted))
 }

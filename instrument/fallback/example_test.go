@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 )
@@ -13,7 +14,7 @@ import (
 // caller the prices are cached, not live.
 func Example() {
 	fb, err := fallback.New("prices", fallback.Config{
-		On: []fallback.Cause{fallback.CauseCircuitOpen, fallback.CauseBulkheadFull, fallback.CauseTimeout},
+		On: []catalog.Cause{catalog.CauseCircuitOpen, catalog.CauseBulkheadFull, catalog.CauseTimeout},
 	})
 	if err != nil {
 		panic(err)
@@ -21,7 +22,7 @@ func Example() {
 	fetch := func(context.Context) (float64, error) {
 		return 0, &bulkhead.FullError{Name: "prices-api", MaxConcurrent: 10}
 	}
-	cached := func(_ context.Context, cause fallback.Cause, _ error) (float64, error) {
+	cached := func(_ context.Context, cause catalog.Cause, _ error) (float64, error) {
 		fmt.Println("falling back because of", cause)
 		return 9.99, nil
 	}
@@ -33,7 +34,7 @@ func Example() {
 	_, fromFallback, err = fallback.Call(context.Background(), fb,
 		func(context.Context) (float64, error) { return 0, errors.New("400 bad request") }, cached)
 	fmt.Println(fromFallback, err)
-	fmt.Println("bulkhead_full fallbacks:", fb.Stats().ByCause(fallback.CauseBulkheadFull))
+	fmt.Println("bulkhead_full fallbacks:", fb.Snapshot().Calls[catalog.CauseBulkheadFull])
 	// Output:
 	// falling back because of bulkhead_full
 	// 9.99 true <nil>

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
@@ -25,21 +26,31 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Local stand-ins for the breaker's and the retry's errors, implementing the contract.
 type openError struct{}
 
-func (openError) Error() string         { return "circuit open" }
-func (openError) Rejected() bool        { return true }
-func (openError) FallbackCause() string { return "circuit_open" }
+func (openError) Error() string  { return "circuit open" }
+func (openError) Rejected() bool { return true }
+func (openError) FallbackCause() (catalog.Cause, bool) {
+	return catalog.CauseCircuitOpen, true
+}
 
 type exhaustedError struct{ last error }
 
-func (e exhaustedError) Error() string         { return "retries exhausted: " + e.last.Error() }
-func (e exhaustedError) Unwrap() error         { return e.last }
-func (e exhaustedError) FallbackCause() string { return "retries_exhausted" }
+func (e exhaustedError) Error() string { return "retries exhausted: " + e.last.Error() }
+func (e exhaustedError) Unwrap() error { return e.last }
+func (e exhaustedError) FallbackCause() (catalog.Cause, bool) {
+	return catalog.CauseRetriesExhausted, true
+}
 
-type oddCauser struct{ err error }
+// oddCauser reports a cause outside the closed set, or (none) no cause at all.
+type oddCauser struct {
+	err  error
+	none bool
+}
 
-func (e oddCauser) Error() string         { return "odd" }
-func (e oddCauser) Unwrap() error         { return e.err }
-func (e oddCauser) FallbackCause() string { return "not-a-cause" }
+func (e oddCauser) Error() string { return "odd" }
+func (e oddCauser) Unwrap() error { return e.err }
+func (e oddCauser) FallbackCause() (catalog.Cause, bool) {
+	return catalog.Cause(catalog.NumCauses + 3), !e.none
+}
 
 // realErrors returns the errors of stormwatch's own bulkhead and timeout.
 func realErrors(t *testing.T) (full, timedOut error) {
@@ -69,21 +80,22 @@ func TestDefaultClassify(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want Cause
+		want catalog.Cause
 	}{
-		{"breaker open", openError{}, CauseCircuitOpen},
-		{"breaker open, wrapped", fmt.Errorf("call: %w", openError{}), CauseCircuitOpen},
-		{"bulkhead full", full, CauseBulkheadFull},
-		{"bulkhead full, wrapped", fmt.Errorf("call: %w", full), CauseBulkheadFull},
-		{"attempt timed out", timedOut, CauseTimeout},
-		{"retries exhausted on timeouts: the outermost cause wins", exhaustedError{last: timedOut}, CauseRetriesExhausted},
-		{"retries exhausted on errors", exhaustedError{last: plain}, CauseRetriesExhausted},
-		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), CauseTimeout},
-		{"joined", errors.Join(plain, fmt.Errorf("x: %w", openError{})), CauseCircuitOpen},
-		{"invalid cause string is skipped", oddCauser{err: full}, CauseBulkheadFull},
-		{"invalid cause string alone", oddCauser{err: plain}, CauseError},
-		{"plain error", plain, CauseError},
-		{"cancelled", context.Canceled, CauseError},
+		{"breaker open", openError{}, catalog.CauseCircuitOpen},
+		{"breaker open, wrapped", fmt.Errorf("call: %w", openError{}), catalog.CauseCircuitOpen},
+		{"bulkhead full", full, catalog.CauseBulkheadFull},
+		{"bulkhead full, wrapped", fmt.Errorf("call: %w", full), catalog.CauseBulkheadFull},
+		{"attempt timed out", timedOut, catalog.CauseTimeout},
+		{"retries exhausted on timeouts: the outermost cause wins", exhaustedError{last: timedOut}, catalog.CauseRetriesExhausted},
+		{"retries exhausted on errors", exhaustedError{last: plain}, catalog.CauseRetriesExhausted},
+		{"caller's deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), catalog.CauseTimeout},
+		{"joined", errors.Join(plain, fmt.Errorf("x: %w", openError{})), catalog.CauseCircuitOpen},
+		{"invalid cause is skipped", oddCauser{err: full}, catalog.CauseBulkheadFull},
+		{"invalid cause alone", oddCauser{err: plain}, catalog.CauseError},
+		{"no cause is skipped", oddCauser{err: full, none: true}, catalog.CauseBulkheadFull},
+		{"plain error", plain, catalog.CauseError},
+		{"cancelled", context.Canceled, catalog.CauseError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,29 +108,36 @@ func TestNewValidates(t *testing.T) {
 	tests := []struct {
 		name, fb string
 		cfg      Config
+		field    string
+		value    any
 		want     string
 	}{
-		{"empty name", "", Config{}, "fallback: name must not be empty"},
-		{"empty On", "prices", Config{On: []Cause{}}, `fallback "prices": On = []: list at least one cause, or leave it nil for all`},
-		{"unknown cause", "prices", Config{On: []Cause{CauseTimeout, "tripped"}}, `fallback "prices": On contains "tripped": not a cause (want one of [circuit_open bulkhead_full timeout retries_exhausted error])`},
+		{"empty name", "", Config{}, "name", "", `fallback: name = "": must not be empty`},
+		{"empty On", "prices", Config{On: []catalog.Cause{}}, "On", []catalog.Cause{}, `fallback "prices": On = []: list at least one cause, or leave it nil for all`},
+		{"unknown cause", "prices", Config{On: []catalog.Cause{catalog.CauseTimeout, catalog.Cause(9)}}, "On[1]", catalog.Cause(9), `fallback "prices": On[1] = Cause(9): not a cause (want one of [circuit_open bulkhead_full timeout retries_exhausted error])`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := New(tt.fb, tt.cfg)
-			require.Error(t, err)
 			assert.Nil(t, f)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, string(catalog.Fallback), ce.Primitive)
+			assert.Equal(t, tt.fb, ce.Name)
+			assert.Equal(t, tt.field, ce.Field)
+			assert.Equal(t, tt.value, ce.Value)
 			assert.EqualError(t, err, tt.want)
 		})
 	}
-	f, err := New("prices", Config{On: []Cause{CauseCircuitOpen, CauseBulkheadFull}})
+	f, err := New("prices", Config{On: []catalog.Cause{catalog.CauseCircuitOpen, catalog.CauseBulkheadFull}})
 	require.NoError(t, err)
 	assert.Equal(t, "prices", f.Name())
-	assert.True(t, f.Handles(CauseCircuitOpen))
-	assert.False(t, f.Handles(CauseError))
-	assert.False(t, f.Handles("bogus"))
+	assert.True(t, f.Handles(catalog.CauseCircuitOpen))
+	assert.False(t, f.Handles(catalog.CauseError))
+	assert.False(t, f.Handles(catalog.Cause(9)))
 	all, err := New("all", Config{})
 	require.NoError(t, err)
-	for _, c := range Causes {
+	for _, c := range catalog.Causes {
 		assert.True(t, all.Handles(c), c)
 	}
 }
@@ -133,20 +152,20 @@ func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		on        []Cause
+		on        []catalog.Cause
 		ctx       func() (context.Context, context.CancelFunc)
 		callErr   error
 		want      result
-		wantCause Cause // "" when the fallback must not run
+		wantCause *catalog.Cause // nil when the fallback must not run
 	}{
 		{name: "success is real data", want: result{v: "real"}},
-		{name: "open circuit", callErr: openError{}, want: result{v: "cached", fromFallback: true}, wantCause: CauseCircuitOpen},
-		{name: "bulkhead full", callErr: full, want: result{v: "cached", fromFallback: true}, wantCause: CauseBulkheadFull},
-		{name: "timeout", callErr: timedOut, want: result{v: "cached", fromFallback: true}, wantCause: CauseTimeout},
-		{name: "retries exhausted", callErr: exhaustedError{last: plain}, want: result{v: "cached", fromFallback: true}, wantCause: CauseRetriesExhausted},
-		{name: "other error", callErr: plain, want: result{v: "cached", fromFallback: true}, wantCause: CauseError},
-		{name: "cause not chosen", on: []Cause{CauseCircuitOpen}, callErr: plain, want: result{v: "partial", err: plain}},
-		{name: "chosen cause", on: []Cause{CauseCircuitOpen}, callErr: openError{}, want: result{v: "cached", fromFallback: true}, wantCause: CauseCircuitOpen},
+		{name: "open circuit", callErr: openError{}, want: result{v: "cached", fromFallback: true}, wantCause: ptr(catalog.CauseCircuitOpen)},
+		{name: "bulkhead full", callErr: full, want: result{v: "cached", fromFallback: true}, wantCause: ptr(catalog.CauseBulkheadFull)},
+		{name: "timeout", callErr: timedOut, want: result{v: "cached", fromFallback: true}, wantCause: ptr(catalog.CauseTimeout)},
+		{name: "retries exhausted", callErr: exhaustedError{last: plain}, want: result{v: "cached", fromFallback: true}, wantCause: ptr(catalog.CauseRetriesExhausted)},
+		{name: "other error", callErr: plain, want: result{v: "cached", fromFallback: true}, wantCause: ptr(catalog.CauseError)},
+		{name: "cause not chosen", on: []catalog.Cause{catalog.CauseCircuitOpen}, callErr: plain, want: result{v: "partial", err: plain}},
+		{name: "chosen cause", on: []catalog.Cause{catalog.CauseCircuitOpen}, callErr: openError{}, want: result{v: "cached", fromFallback: true}, wantCause: ptr(catalog.CauseCircuitOpen)},
 		{
 			name: "caller cancelled: nobody to answer",
 			ctx: func() (context.Context, context.CancelFunc) {
@@ -164,7 +183,7 @@ func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
 			},
 			callErr:   context.DeadlineExceeded,
 			want:      result{v: "cached", fromFallback: true},
-			wantCause: CauseTimeout,
+			wantCause: ptr(catalog.CauseTimeout),
 		},
 	}
 	for _, tt := range tests {
@@ -180,8 +199,9 @@ func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
 			}
 			defer cancel()
 
-			var fbCause Cause
+			var fbCause catalog.Cause
 			var fbErr error
+			var fbRan bool
 			v, fromFallback, err := Call(ctx, f,
 				func(context.Context) (string, error) {
 					if tt.callErr != nil {
@@ -189,28 +209,29 @@ func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
 					}
 					return "real", nil
 				},
-				func(_ context.Context, cause Cause, err error) (string, error) {
-					fbCause, fbErr = cause, err
+				func(_ context.Context, cause catalog.Cause, err error) (string, error) {
+					fbCause, fbErr, fbRan = cause, err, true
 					return "cached", nil
 				})
 			assert.Equal(t, tt.want, result{v, fromFallback, err})
 
-			st := f.Stats()
+			st := f.Snapshot()
 			var total uint64
 			for _, n := range st.Calls {
 				total += n
 			}
-			if tt.wantCause == "" {
+			if tt.wantCause == nil {
 				assert.Zero(t, total, "not counted")
 				assert.Empty(t, got, "no event")
-				assert.Empty(t, fbCause, "fallback not run")
+				assert.False(t, fbRan, "fallback not run")
 				return
 			}
+			want := *tt.wantCause
 			assert.Equal(t, uint64(1), total)
-			assert.Equal(t, uint64(1), st.ByCause(tt.wantCause))
-			assert.Equal(t, tt.wantCause, fbCause, "the fallback receives the cause")
+			assert.Equal(t, uint64(1), st.Calls[want])
+			assert.Equal(t, want, fbCause, "the fallback receives the cause")
 			assert.Equal(t, tt.callErr, fbErr, "and the call's error")
-			assert.Equal(t, []events.Fallback{{Name: "prices", Cause: string(tt.wantCause), Err: tt.callErr, At: epoch}}, got)
+			assert.Equal(t, []events.Fallback{{Name: "prices", Cause: want, Err: tt.callErr, At: epoch}}, got)
 		})
 	}
 }
@@ -221,20 +242,20 @@ func TestFallbackOwnErrorIsReturned(t *testing.T) {
 	errNoCache := errors.New("no cached prices")
 	v, fromFallback, err := Call(context.Background(), f,
 		func(context.Context) (int, error) { return 0, openError{} },
-		func(context.Context, Cause, error) (int, error) { return 0, errNoCache })
+		func(context.Context, catalog.Cause, error) (int, error) { return 0, errNoCache })
 	assert.Zero(t, v)
 	assert.True(t, fromFallback, "the fallback ran")
 	assert.Same(t, errNoCache, err)
-	assert.Equal(t, uint64(1), f.Stats().ByCause(CauseCircuitOpen))
+	assert.Equal(t, uint64(1), f.Snapshot().Calls[catalog.CauseCircuitOpen])
 }
 
 func TestDo(t *testing.T) {
-	f, err := New("audit", Config{On: []Cause{CauseBulkheadFull}})
+	f, err := New("audit", Config{On: []catalog.Cause{catalog.CauseBulkheadFull}})
 	require.NoError(t, err)
 	full, _ := realErrors(t)
 	queued := 0
-	fb := func(_ context.Context, cause Cause, _ error) error {
-		assert.Equal(t, CauseBulkheadFull, cause)
+	fb := func(_ context.Context, cause catalog.Cause, _ error) error {
+		assert.Equal(t, catalog.CauseBulkheadFull, cause)
 		queued++
 		return nil
 	}
@@ -249,28 +270,27 @@ func TestDo(t *testing.T) {
 	assert.False(t, fromFallback)
 	assert.Same(t, plain, err)
 	assert.Equal(t, 1, queued)
-	assert.Equal(t, Stats{Calls: [5]uint64{0, 1, 0, 0, 0}}, f.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumCauses]uint64{catalog.CauseBulkheadFull: 1}}, f.Snapshot())
 }
 
 func TestCustomClassify(t *testing.T) {
 	errStale := errors.New("stale")
-	f, err := New("prices", Config{Classify: func(err error) Cause {
+	f, err := New("prices", Config{Classify: func(err error) catalog.Cause {
 		if errors.Is(err, errStale) {
-			return CauseTimeout
+			return catalog.CauseTimeout
 		}
-		return "made-up"
+		return catalog.Cause(200)
 	}})
 	require.NoError(t, err)
 	cause, ok := f.Decide(context.Background(), errStale)
 	assert.True(t, ok)
-	assert.Equal(t, CauseTimeout, cause)
+	assert.Equal(t, catalog.CauseTimeout, cause)
 	cause, ok = f.Decide(context.Background(), openError{})
 	assert.True(t, ok)
-	assert.Equal(t, CauseError, cause, "an invalid cause counts as error")
+	assert.Equal(t, catalog.CauseError, cause, "an invalid cause counts as error")
 	_, ok = f.Decide(context.Background(), nil)
 	assert.False(t, ok, "nil errors have no fallback")
-	assert.Equal(t, Stats{Calls: [5]uint64{0, 0, 1, 0, 1}}, f.Stats())
-	assert.Zero(t, f.Stats().ByCause("made-up"))
+	assert.Equal(t, Snapshot{Calls: [catalog.NumCauses]uint64{catalog.CauseTimeout: 1, catalog.CauseError: 1}}, f.Snapshot())
 }
 
 func TestValue(t *testing.T) {
@@ -284,9 +304,4 @@ func TestValue(t *testing.T) {
 	assert.Equal(t, []string{"default"}, v)
 }
 
-func TestCausesMatchTheCatalogOrder(t *testing.T) {
-	for i, c := range Causes {
-		assert.Equal(t, i, c.index())
-	}
-	assert.False(t, Cause("").Valid())
-}
+func ptr[T any](v T) *T { return &v }

@@ -61,7 +61,11 @@ func (h *Histogram) Observe(d time.Duration) {
 		d = 0
 	}
 	h.sum.Add(int64(d))
-	i, ok := index(d.Seconds())
+	if d <= zeroThresholdNs { // the zero bucket, decided without floating point
+		h.zero.Add(1)
+		return
+	}
+	i, ok := index(float64(d) / 1e9) // one division: exact at the power-of-two bounds
 	if !ok {
 		h.zero.Add(1)
 		return
@@ -69,13 +73,20 @@ func (h *Histogram) Observe(d time.Duration) {
 	h.buckets[i].Add(1)
 }
 
+// zeroThresholdNs is the longest duration, in whole nanoseconds, that counts in the zero bucket.
+var zeroThresholdNs = time.Duration(math.Floor(ZeroThreshold * 1e9))
+
 // index returns the position in buckets of the native bucket holding v seconds, or false for
 // the zero bucket. Values above the highest bucket count in it.
 func index(v float64) (int, bool) {
 	if v <= ZeroThreshold {
 		return 0, false
 	}
-	frac, exp := math.Frexp(v) // v = frac·2^exp, frac in [0.5, 1)
+	// v = frac·2^exp, frac in [0.5, 1): math.Frexp for a positive normal v (v > ZeroThreshold),
+	// without its special cases.
+	bits := math.Float64bits(v)
+	exp := int(bits>>52&0x7ff) - 1022
+	frac := math.Float64frombits(bits&^(0x7ff<<52) | 1022<<52)
 	k := 0
 	for k < perOctave-1 && frac > octaveBounds[k] {
 		k++
@@ -140,7 +151,7 @@ func (s *Snapshot) Cumulative(bounds []float64) map[float64]uint64 {
 	cum := s.ZeroCount
 	i := 0
 	for _, b := range bounds {
-		for i < NumBuckets && upper(FirstKey+i) <= b {
+		for i < NumBuckets && uppers[i] <= b {
 			cum += s.Buckets[i]
 			i++
 		}
@@ -149,7 +160,25 @@ func (s *Snapshot) Cumulative(bounds []float64) map[float64]uint64 {
 	return out
 }
 
-// upper returns the upper bound, in seconds, of native bucket key.
-func upper(key int) float64 {
-	return math.Exp2(float64(key) / perOctave)
+// CumulativeTo is [Snapshot.Cumulative] without the map: counts[j] receives the observations ≤
+// bounds[j]. counts must be at least as long as bounds. It allocates nothing.
+func (s *Snapshot) CumulativeTo(bounds []float64, counts []uint64) {
+	counts = counts[:len(bounds)]
+	cum := s.ZeroCount
+	i := 0
+	for j, b := range bounds {
+		for i < NumBuckets && uppers[i] <= b {
+			cum += s.Buckets[i]
+			i++
+		}
+		counts[j] = cum
+	}
 }
+
+// uppers are the upper bounds, in seconds, of Snapshot.Buckets.
+var uppers = func() (out [NumBuckets]float64) {
+	for i := range out {
+		out[i] = math.Exp2(float64(FirstKey+i) / perOctave)
+	}
+	return out
+}()

@@ -50,6 +50,16 @@ func TestIndexAgreesWithTheReferenceDefinition(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, nativeKey(v), FirstKey+i, "v=%g", v)
 	}
+	// Exact powers of two are the top of their bucket; values beyond the range go to the top one.
+	for e := catalog.NativeMinExponent + 1; e <= 40; e++ {
+		v := math.Ldexp(1, e)
+		i, ok := index(v)
+		require.True(t, ok)
+		assert.Equal(t, min(nativeKey(v), maxKey), FirstKey+i, "v=2^%d", e)
+	}
+	i, ok := index(time.Duration(math.MaxInt64).Seconds())
+	assert.True(t, ok)
+	assert.Equal(t, NumBuckets-1, i)
 }
 
 func TestZeroBucket(t *testing.T) {
@@ -57,11 +67,15 @@ func TestZeroBucket(t *testing.T) {
 	h.Observe(0)
 	h.Observe(-time.Second) // counts as zero
 	h.Observe(7 * time.Microsecond)
-	h.Observe(8 * time.Microsecond) // above 2^-17 s ≈ 7.63 µs
+	h.Observe(7629 * time.Nanosecond) // 2^-17 s is 7629.39 ns
+	h.Observe(7630 * time.Nanosecond) // just above: the first bucket
+	h.Observe(8 * time.Microsecond)
 	s := h.Snapshot()
-	assert.Equal(t, uint64(4), s.Count)
-	assert.Equal(t, uint64(3), s.ZeroCount)
-	assert.Equal(t, map[int]int64{nativeKey(8e-6): 1}, s.Native())
+	assert.Equal(t, uint64(6), s.Count)
+	assert.Equal(t, uint64(4), s.ZeroCount)
+	assert.Equal(t, map[int]int64{FirstKey: 2}, s.Native(), "7630 ns and 8 µs are in the first bucket")
+	assert.Equal(t, FirstKey, nativeKey(7.630e-6))
+	assert.Equal(t, FirstKey, nativeKey(8e-6))
 	assert.Equal(t, catalog.NativeZeroThreshold, ZeroThreshold)
 }
 
@@ -85,6 +99,12 @@ func TestCumulativeIsExactOnPowerOfTwoBounds(t *testing.T) {
 		}
 		assert.Equal(t, want, got[b], "le=%v", b)
 	}
+	counts := make([]uint64, len(bounds))
+	s.CumulativeTo(bounds, counts)
+	for j, b := range bounds {
+		assert.Equal(t, got[b], counts[j], "CumulativeTo agrees with Cumulative at le=%v", b)
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.CumulativeTo(bounds, counts) }))
 	assert.Equal(t, uint64(len(obs)), s.Count)
 	assert.Nil(t, (&Snapshot{}).Native())
 }

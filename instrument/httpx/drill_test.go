@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
-	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -39,7 +39,7 @@ func TestSeed004Drill(t *testing.T) {
 	require.NoError(t, err)
 	var tripped atomic.Int64 // closed→open transitions of the bank's breaker
 	reg.Events().Transitions.Add(func(e events.Transition) {
-		if e.Name == bankHost && e.From == "closed" && e.To == "open" {
+		if e.Name == bankHost && e.From == catalog.StateClosed && e.To == catalog.StateOpen {
 			tripped.Add(1)
 		}
 	})
@@ -58,7 +58,7 @@ func TestSeed004Drill(t *testing.T) {
 			Bulkhead: &bulkhead.Config{MaxConcurrent: 4, MaxWait: 50 * time.Millisecond}, // INC-06: 30 / 200 ms
 			Timeout:  &timeout.Config{Timeout: 40 * time.Millisecond},                    // INC-05: TimeLimiter 5 s
 		}),
-		WithFallback(func(req *http.Request, cause fallback.Cause, err error) (*http.Response, error) {
+		WithFallback(func(req *http.Request, cause catalog.Cause, err error) (*http.Response, error) {
 			if req.URL.Host != bankHost {
 				return nil, err // only payments degrade
 			}
@@ -73,7 +73,7 @@ func TestSeed004Drill(t *testing.T) {
 	var (
 		inventoryOK, inventoryFailed atomic.Int64
 		paymentsDegraded, paymentsOK atomic.Int64
-		causes                       sync.Map // fallback.Cause → *atomic.Int64
+		causes                       sync.Map // catalog.Cause → *atomic.Int64
 		wg                           sync.WaitGroup
 	)
 	get := func(url string) (*http.Response, string, error) {
@@ -139,17 +139,17 @@ func TestSeed004Drill(t *testing.T) {
 	bankPipe, err := tr.Pipeline(bankHost)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), tripped.Load())
-	assert.Equal(t, breaker.Open, bankPipe.Breaker().State())
+	assert.Equal(t, catalog.StateOpen, bankPipe.Breaker().State())
 	hits := bank.hits.Load()
 	assert.LessOrEqual(t, hits, int64(window+workers), "the bank stopped receiving requests after the trip (got %d)", hits)
-	circuitOpen, _ := causes.Load(fallback.CauseCircuitOpen)
+	circuitOpen, _ := causes.Load(catalog.CauseCircuitOpen)
 	require.NotNil(t, circuitOpen)
 	assert.GreaterOrEqual(t, circuitOpen.(*atomic.Int64).Load(), int64(total)-hits, "after the trip payments fail fast")
 	// Separate bulkheads: the inventory's never rejected anything.
 	invPipe, err := tr.Pipeline(strings.TrimPrefix(inventory.URL, "http://"))
 	require.NoError(t, err)
-	assert.Equal(t, uint64(0), invPipe.Bulkhead().Stats().Rejected)
-	assert.Equal(t, breaker.Closed, invPipe.Breaker().State())
+	assert.Equal(t, uint64(0), invPipe.Bulkhead().Snapshot().Calls[catalog.AdmissionRejected])
+	assert.Equal(t, catalog.StateClosed, invPipe.Breaker().State())
 	assert.Less(t, elapsed, guard)
 	t.Logf("drill: %d payments degraded (bank hit %d times), %d inventory ok, in %v", paymentsDegraded.Load(), hits, inventoryOK.Load(), elapsed)
 }

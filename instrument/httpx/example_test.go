@@ -29,7 +29,7 @@ func ExampleNewTransport() {
 	defer srv.Close()
 
 	reg, _ := instrument.NewRegistry()
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	rc.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: time.Millisecond}
 	tr, err := httpx.NewTransport(http.DefaultTransport, httpx.WithRegistry(reg),
 		httpx.WithPipeline(instrument.PipelineConfig{

@@ -17,7 +17,7 @@
 // Requests are keyed by a function of the request — by default its host (host:port, lower
 // case) — and each key is one [instrument.Pipeline] from the registry, so every host is one set
 // of series with its own breaker, bulkhead and retry budget. The registry's cardinality guard
-// bounds the keys: past it, new keys share the [instrument.OverflowName] primitives and the
+// bounds the keys: past it, new keys share the [catalog.OverflowName] primitives and the
 // overflow is counted. Keys never include userinfo or query strings.
 //
 // # What the transport does for each request
@@ -67,6 +67,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
@@ -104,10 +105,9 @@ func (e *expiredError) Timeout() bool { return true }
 // DefaultPipeline is the pipeline configuration of a Transport without [WithPipeline]: the
 // default retry (3 attempts, full-jitter backoff, Retry-After, budget) and the default circuit
 // breaker (count window of 100, 20 calls minimum, 50% failures, 30 s open). It has no timeout:
-// set one — every remote call needs a timeout (TO-01).
+// set one — every remote call needs a timeout.
 func DefaultPipeline() instrument.PipelineConfig {
-	rc := retry.DefaultConfig()
-	return instrument.PipelineConfig{Retry: &rc, Breaker: &breaker.Config{}}
+	return instrument.PipelineConfig{Retry: &retry.Config{}, Breaker: &breaker.Config{}}
 }
 
 // Option configures a [Transport].
@@ -202,7 +202,7 @@ func WithRetryDisabledHeader(name string) Option {
 
 // FallbackFunc answers a request that failed for a cause the pipeline's fallback handles (see
 // [WithFallback]).
-type FallbackFunc func(req *http.Request, cause fallback.Cause, err error) (*http.Response, error)
+type FallbackFunc func(req *http.Request, cause catalog.Cause, err error) (*http.Response, error)
 
 // WithFallback answers failed requests with fb's response — degraded data, a cached copy — when
 // the failure's cause is one the pipeline's fallback handles (all causes unless
@@ -464,21 +464,21 @@ func notSent(err error) bool {
 }
 
 // fallback runs the transport's fallback function for the pipeline.
-func (s *call) fallback(ctx context.Context, cause fallback.Cause, err error) (*http.Response, error) {
+func (s *call) fallback(ctx context.Context, cause catalog.Cause, err error) (*http.Response, error) {
 	s.signal(ctx, err)
 	resp, ferr := s.t.fallback(s.orig, cause, err)
 	if ferr == nil && resp != nil {
 		if resp.Header == nil {
 			resp.Header = make(http.Header)
 		}
-		resp.Header.Set(FallbackHeader, string(cause))
+		resp.Header.Set(FallbackHeader, cause.String())
 	}
 	return resp, ferr
 }
 
 func (s *call) fallbackResponse(resp *http.Response) *http.Response {
 	if resp == nil {
-		resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{FallbackHeader: {string(fallback.CauseError)}}}
+		resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{FallbackHeader: {catalog.CauseError.String()}}}
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
@@ -514,13 +514,19 @@ func (s *call) signal(ctx context.Context, err error) {
 	NoteError(ctx, err)
 }
 
-// FromFallback reports whether resp was produced by the transport's fallback function, and why.
-func FromFallback(resp *http.Response) (fallback.Cause, bool) {
+// FromFallback reports whether resp was produced by the transport's fallback function, and why
+// (an unknown cause in the header reads as catalog.CauseError).
+func FromFallback(resp *http.Response) (catalog.Cause, bool) {
 	if resp == nil {
-		return "", false
+		return 0, false
 	}
 	v := resp.Header.Get(FallbackHeader)
-	return fallback.Cause(v), v != ""
+	for _, c := range catalog.Causes {
+		if c.String() == v {
+			return c, true
+		}
+	}
+	return catalog.CauseError, v != ""
 }
 
 func responseStatus(resp *http.Response) int {

@@ -20,11 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
-	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 	"github.com/stormwatch-go/stormwatch/retrylog"
@@ -305,8 +305,8 @@ func TestFourXXNeverTripTheBreaker(t *testing.T) {
 	}
 	p, err := tr.Pipeline(strings.TrimPrefix(srv.URL, "http://"))
 	require.NoError(t, err)
-	assert.Equal(t, breaker.Closed, p.Breaker().State())
-	assert.Equal(t, uint64(0), p.Breaker().Snapshot().Calls[breaker.Failed])
+	assert.Equal(t, catalog.StateClosed, p.Breaker().State())
+	assert.Equal(t, uint64(0), p.Breaker().Snapshot().Calls[catalog.CallFailed])
 	assert.Equal(t, int64(20), srv.hits.Load(), "4xx are not retried")
 }
 
@@ -344,8 +344,8 @@ func TestDeadHostTripsTheBreakerAndLaterRequestsFailFastWithoutDialling(t *testi
 	assert.Equal(t, int64(100), refused.Load()+rejected.Load(), "every request failed")
 	p, err := tr.Pipeline(addr)
 	require.NoError(t, err)
-	require.Equal(t, breaker.Open, p.Breaker().State())
-	assert.Equal(t, uint64(1), p.Breaker().Snapshot().Transitions[breaker.Closed][breaker.Open])
+	require.Equal(t, catalog.StateOpen, p.Breaker().State())
+	assert.Equal(t, uint64(1), p.Breaker().Snapshot().Transitions[catalog.StateClosed][catalog.StateOpen])
 
 	dials := track.dials.Load()
 	const later = 100
@@ -440,10 +440,10 @@ func TestFallbackAnswersWithAMarkedResponse(t *testing.T) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	})
 	track := newTracker(t)
-	var gotCause fallback.Cause
+	var gotCause catalog.Cause
 	var gotErr error
 	tr := newTransport(t, track, WithPipeline(instrument.PipelineConfig{Retry: fastRetry(2)}),
-		WithFallback(func(req *http.Request, cause fallback.Cause, err error) (*http.Response, error) {
+		WithFallback(func(req *http.Request, cause catalog.Cause, err error) (*http.Response, error) {
 			gotCause, gotErr = cause, err
 			return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("payment processing"))}, nil
 		}))
@@ -452,8 +452,8 @@ func TestFallbackAnswersWithAMarkedResponse(t *testing.T) {
 	defer resp.Body.Close()
 	cause, ok := FromFallback(resp)
 	assert.True(t, ok)
-	assert.Equal(t, fallback.CauseRetriesExhausted, cause)
-	assert.Equal(t, fallback.CauseRetriesExhausted, gotCause)
+	assert.Equal(t, catalog.CauseRetriesExhausted, cause)
+	assert.Equal(t, catalog.CauseRetriesExhausted, gotCause)
 	var he *retry.HTTPError
 	require.ErrorAs(t, gotErr, &he)
 	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
@@ -480,8 +480,8 @@ func TestKeysAndCardinality(t *testing.T) {
 		names = append(names, n.Name)
 	}
 	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
-	assert.ElementsMatch(t, []string{hostA, hostB, instrument.OverflowName}, names)
-	assert.Equal(t, uint64(2), reg.Overflowed(instrument.KindBreaker), "every request of the refused key is counted")
+	assert.ElementsMatch(t, []string{hostA, hostB, catalog.OverflowName}, names)
+	assert.Equal(t, uint64(2), reg.Overflowed(catalog.CircuitBreaker), "every request of the refused key is counted")
 
 	// Userinfo and query strings never reach names or logs.
 	reg2, err := instrument.NewRegistry()
@@ -523,7 +523,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestOptionsAreValidated(t *testing.T) {
-	rc := retry.DefaultConfig()
+	rc := retry.Config{}
 	withAttemptTimeout := rc
 	withAttemptTimeout.AttemptTimeout = time.Second
 	tests := []struct {
@@ -540,14 +540,19 @@ func TestOptionsAreValidated(t *testing.T) {
 		{"bad signal header", WithRetryDisabledHeader(""), `WithRetryDisabledHeader(""): not a valid header name`},
 		{"attempt timeout twice", WithPipeline(instrument.PipelineConfig{Retry: &withAttemptTimeout, Timeout: &timeout.Config{Timeout: time.Second}}),
 			"Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt"},
-		{"invalid layer", WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{}}), `Bulkhead: bulkhead "pipeline": MaxConcurrent = 0`},
+		{"invalid layer", WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}), `pipeline "pipeline": Bulkhead.MaxConcurrent = -1`},
 	}
 	for _, tt := range tests {
 		_, err := NewTransport(nil, tt.opt)
 		require.Error(t, err, tt.name)
 		assert.Contains(t, err.Error(), tt.want, tt.name)
 	}
-	_, err := MiddlewareWithHeader(http.NotFoundHandler(), "bad header")
+	_, err := NewTransport(nil, WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}))
+	var ce *instrument.ConfigError
+	require.ErrorAs(t, err, &ce, "the pipeline's configuration error is inspectable")
+	assert.Equal(t, "Bulkhead.MaxConcurrent", ce.Field)
+	assert.Equal(t, -1, ce.Value)
+	_, err = MiddlewareWithHeader(http.NotFoundHandler(), "bad header")
 	require.ErrorContains(t, err, `MiddlewareWithHeader("bad header")`)
 	_, err = MiddlewareWithHeader(nil, "X-No-Retry")
 	require.Error(t, err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
@@ -54,8 +55,8 @@ func NoteError(ctx context.Context, err error) bool {
 		return false
 	}
 	switch re.Outcome() {
-	case retry.OutcomeBudgetExhausted:
-	case retry.OutcomeGaveUp:
+	case catalog.OutcomeBudgetExhausted:
+	case catalog.OutcomeGaveUp:
 		if len(re.Attempts()) < 2 {
 			return false
 		}

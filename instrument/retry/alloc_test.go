@@ -6,7 +6,7 @@ import (
 )
 
 func TestFirstAttemptSuccessAllocatesNothing(t *testing.T) {
-	r, err := New("alloc", DefaultConfig())
+	r, err := New("alloc", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestFirstAttemptSuccessAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkDoFirstAttemptSuccess(b *testing.B) {
-	r, _ := New("bench", DefaultConfig())
+	r, _ := New("bench", Config{})
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"sync"
 	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // Strategy names a backoff strategy (BO-01..BO-09).
@@ -73,15 +73,15 @@ func (b Backoff) validate() error {
 	}
 	switch {
 	case !known:
-		return fmt.Errorf("Backoff.Strategy = %q: unknown (want one of %v)", b.Strategy, Strategies)
+		return &ConfigError{Field: "Backoff.Strategy", Value: string(b.Strategy), Reason: fmt.Sprintf("unknown (want one of %v)", Strategies)}
 	case b.Base < 0:
-		return fmt.Errorf("Backoff.Base = %v: must not be negative", b.Base)
+		return &ConfigError{Field: "Backoff.Base", Value: b.Base, Reason: "must not be negative"}
 	case math.IsNaN(b.Multiplier) || b.Multiplier < 1 || math.IsInf(b.Multiplier, 0):
-		return fmt.Errorf("Backoff.Multiplier = %v: must be a finite number ≥ 1", b.Multiplier)
+		return &ConfigError{Field: "Backoff.Multiplier", Value: b.Multiplier, Reason: "must be a finite number ≥ 1"}
 	case b.Cap < b.Base:
-		return fmt.Errorf("Backoff.Cap = %v: must be at least Base (%v)", b.Cap, b.Base)
+		return &ConfigError{Field: "Backoff.Cap", Value: b.Cap, Reason: fmt.Sprintf("must be at least Base (%v)", b.Base)}
 	case math.IsNaN(b.Factor) || b.Factor < 0 || b.Factor > 1:
-		return fmt.Errorf("Backoff.Factor = %v: must be in (0, 1]", b.Factor)
+		return &ConfigError{Field: "Backoff.Factor", Value: b.Factor, Reason: "must be in (0, 1]"}
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (b Backoff) exp(n int) float64 {
 // Delay returns the delay before retry n (n ≥ 1) drawn from rnd. prev is the delay this strategy
 // returned before the previous retry of the same call (0 before the first retry); only
 // decorrelated_jitter uses it. Zero fields of b take their defaults.
-func (b Backoff) Delay(n int, prev time.Duration, rnd Rand) time.Duration {
+func (b Backoff) Delay(n int, prev time.Duration, rnd clock.Rand) time.Duration {
 	b = b.withDefaults()
 	if n < 1 {
 		n = 1
@@ -139,30 +139,4 @@ func (b Backoff) Delay(n int, prev time.Duration, rnd Rand) time.Duration {
 		d = 0
 	}
 	return time.Duration(d)
-}
-
-// Rand is the source of randomness for jitter: uniform draws in [0, 1). *math/rand/v2.Rand
-// satisfies it. A Rand shared by a Retry used from several goroutines must be safe for concurrent
-// use; wrap a *rand.Rand with [LockedRand].
-type Rand interface {
-	Float64() float64
-}
-
-// globalRand draws from math/rand/v2's goroutine-safe top-level source.
-type globalRand struct{}
-
-func (globalRand) Float64() float64 { return rand.Float64() }
-
-// LockedRand makes r safe for concurrent use with a mutex.
-func LockedRand(r Rand) Rand { return &lockedRand{r: r} }
-
-type lockedRand struct {
-	mu sync.Mutex
-	r  Rand
-}
-
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
 }

@@ -134,24 +134,28 @@ func TestBackoffDefaultsAndValidation(t *testing.T) {
 	assert.Equal(t, 10*time.Second, Backoff{Strategy: Exponential}.Delay(10_000, 0, nil))
 
 	bad := []struct {
-		b    Backoff
-		want string
+		b     Backoff
+		field string
+		value any
 	}{
-		{Backoff{Strategy: "linear"}, `Backoff.Strategy = "linear"`},
-		{Backoff{Base: -time.Second}, "Backoff.Base = -1s"},
-		{Backoff{Multiplier: 0.5}, "Backoff.Multiplier = 0.5"},
-		{Backoff{Multiplier: math.NaN()}, "Backoff.Multiplier = NaN"},
-		{Backoff{Base: time.Second, Cap: 500 * time.Millisecond}, "Backoff.Cap = 500ms"},
-		{Backoff{Factor: 1.5}, "Backoff.Factor = 1.5"},
+		{Backoff{Strategy: "linear"}, "Backoff.Strategy", "linear"},
+		{Backoff{Base: -time.Second}, "Backoff.Base", -time.Second},
+		{Backoff{Multiplier: 0.5}, "Backoff.Multiplier", 0.5},
+		{Backoff{Base: time.Second, Cap: 500 * time.Millisecond}, "Backoff.Cap", 500 * time.Millisecond},
+		{Backoff{Factor: 1.5}, "Backoff.Factor", 1.5},
 	}
 	for _, c := range bad {
-		cfg := DefaultConfig()
+		cfg := Config{}
 		cfg.Backoff = c.b
 		_, err := New("x", cfg)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), c.want)
-		assert.Contains(t, err.Error(), `retry "x"`)
+		requireConfigError(t, err, "x", c.field, c.value)
 	}
+	cfg := Config{}
+	cfg.Backoff = Backoff{Multiplier: math.NaN()}
+	_, err := New("x", cfg)
+	ce := requireConfigError(t, err, "x", "Backoff.Multiplier", nil)
+	assert.True(t, math.IsNaN(ce.Value.(float64)))
+	assert.EqualError(t, err, `retry "x": Backoff.Multiplier = NaN: must be a finite number ≥ 1`)
 }
 
 func TestParseRetryAfter(t *testing.T) {
@@ -214,19 +218,19 @@ func TestRetryAfterDelayClampAndJitter(t *testing.T) {
 	}
 
 	bad := []struct {
-		c    RetryAfterConfig
-		want string
+		c     RetryAfterConfig
+		field string
+		value any
 	}{
-		{RetryAfterConfig{Min: -s}, "RetryAfter.Min = -1s"},
-		{RetryAfterConfig{Min: 10 * s, Max: 5 * s}, "RetryAfter.Max = 5s"},
-		{RetryAfterConfig{Jitter: 2}, "RetryAfter.Jitter = 2"},
+		{RetryAfterConfig{Min: -s}, "RetryAfter.Min", -s},
+		{RetryAfterConfig{Min: 10 * s, Max: 5 * s}, "RetryAfter.Max", 5 * s},
+		{RetryAfterConfig{Jitter: 2}, "RetryAfter.Jitter", 2.0},
 	}
 	for _, b := range bad {
-		cfg := DefaultConfig()
+		cfg := Config{}
 		cfg.RetryAfter = b.c
 		_, err := New("x", cfg)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), b.want)
+		requireConfigError(t, err, "x", b.field, b.value)
 	}
 }
 

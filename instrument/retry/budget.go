@@ -70,13 +70,13 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 func (c BudgetConfig) validate() error {
 	switch {
 	case math.IsNaN(c.Ratio) || c.Ratio < 0 || c.Ratio > 1:
-		return fmt.Errorf("Budget.Ratio = %v: must be in (0, 1]", c.Ratio)
+		return &ConfigError{Field: "Budget.Ratio", Value: c.Ratio, Reason: "must be in (0, 1]"}
 	case c.Capacity < 0 || c.Capacity > maxBudgetCapacity:
-		return fmt.Errorf("Budget.Capacity = %d: must be in [1, %d]", c.Capacity, maxBudgetCapacity)
+		return &ConfigError{Field: "Budget.Capacity", Value: c.Capacity, Reason: fmt.Sprintf("must be in [1, %d]", maxBudgetCapacity)}
 	case c.MinRetriesPerSecond < 0:
-		return fmt.Errorf("Budget.MinRetriesPerSecond = %d: must not be negative (use NoFloor)", c.MinRetriesPerSecond)
+		return &ConfigError{Field: "Budget.MinRetriesPerSecond", Value: c.MinRetriesPerSecond, Reason: "must not be negative (use NoFloor)"}
 	case c.DecayWindow < 0:
-		return fmt.Errorf("Budget.DecayWindow = %v: must not be negative (use NoDecay)", c.DecayWindow)
+		return &ConfigError{Field: "Budget.DecayWindow", Value: c.DecayWindow, Reason: "must not be negative (use NoDecay)"}
 	}
 	return nil
 }
@@ -101,10 +101,11 @@ type Budget struct {
 	floorUsed int
 }
 
-// NewBudget returns an empty budget. A nil clock means the wall clock.
+// NewBudget returns an empty budget. A nil clock means the wall clock. An invalid field is a
+// [*ConfigError].
 func NewBudget(cfg BudgetConfig, clk clock.Clock) (*Budget, error) {
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("retry: %w", err)
+		return nil, named("", err)
 	}
 	cfg = cfg.withDefaults()
 	per := uint64(math.Round(1 / cfg.Ratio))

@@ -145,23 +145,25 @@ func TestBudgetExactUnderConcurrency(t *testing.T) {
 
 func TestBudgetValidation(t *testing.T) {
 	bad := []struct {
-		c    BudgetConfig
-		want string
+		c     BudgetConfig
+		field string
+		value any
 	}{
-		{BudgetConfig{Ratio: 1.5}, "Budget.Ratio = 1.5"},
-		{BudgetConfig{Ratio: -0.1}, "Budget.Ratio = -0.1"},
-		{BudgetConfig{Capacity: -1}, "Budget.Capacity = -1"},
-		{BudgetConfig{MinRetriesPerSecond: -1}, "Budget.MinRetriesPerSecond = -1"},
-		{BudgetConfig{DecayWindow: -time.Second}, "Budget.DecayWindow = -1s"},
+		{BudgetConfig{Ratio: 1.5}, "Budget.Ratio", 1.5},
+		{BudgetConfig{Ratio: -0.1}, "Budget.Ratio", -0.1},
+		{BudgetConfig{Capacity: -1}, "Budget.Capacity", -1},
+		{BudgetConfig{MinRetriesPerSecond: -1}, "Budget.MinRetriesPerSecond", -1},
+		{BudgetConfig{DecayWindow: -time.Second}, "Budget.DecayWindow", -time.Second},
 	}
 	for _, c := range bad {
-		cfg := DefaultConfig()
+		cfg := Config{}
 		cfg.Budget = c.c
 		_, err := New("x", cfg)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), c.want)
+		requireConfigError(t, err, "x", c.field, c.value)
+		_, err = NewBudget(c.c, nil)
+		requireConfigError(t, err, "", c.field, c.value)
 	}
-	cfg := DefaultConfig()
+	cfg := Config{}
 	cfg.Budget = BudgetConfig{Disabled: true, Ratio: 7}
 	r, err := New("x", cfg)
 	require.NoError(t, err, "a disabled budget is not validated")

@@ -1,22 +1,26 @@
 package retry
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
-// DefaultMaxAttempts is the number of calls, the first included, of [DefaultConfig] (RT-09).
+// DefaultMaxAttempts is the number of calls, the first included, of a zero Config.MaxAttempts.
 const DefaultMaxAttempts = 3
 
-// Config configures a [Retry]. Start from [DefaultConfig]: MaxAttempts must be set (a zero
-// MaxAttempts is an error); every other zero field takes its documented default.
+// Config configures a [Retry]. The zero Config is the default configuration: 3 attempts,
+// full-jitter backoff (100 ms ×2, cap 10 s), Retry-After honoured within [0.5 s, 60 s] plus up to
+// 20% jitter, a budget of 10% with a floor of one retry per second and a 10 s decay, no
+// per-attempt timeout and no MaxDuration, the default classifier, the wall clock and
+// clock.Global as the jitter source. Every zero field takes its documented default; a negative
+// or impossible value makes [New] return a [*ConfigError] naming the field and its value.
 type Config struct {
-	// MaxAttempts bounds the calls per logical call, the first included (3 makes at most two
-	// retries). Less than 1 is an error.
+	// MaxAttempts bounds the calls per logical call, the first included (3, the default, makes
+	// at most two retries; 1 turns retrying off). Negative is an error.
 	MaxAttempts int
 	// AttemptTimeout bounds each attempt: the attempt function receives a context that expires
 	// after it. 0 means no per-attempt bound.
@@ -50,32 +54,38 @@ type Config struct {
 	// Waits use Clock.NewTimer, so a fake clock sees exactly the waits. The per-attempt timeout
 	// and MaxDuration are also enforced through context deadlines, which use the wall clock.
 	Clock clock.Clock
-	// Rand draws the jitter. Default: math/rand/v2's global source. Must be safe for concurrent
-	// use when the Retry is (see [LockedRand]).
-	Rand Rand
+	// Rand draws the jitter. Default: clock.Global, math/rand/v2's global source. It must be safe
+	// for concurrent use (see clock.Locked).
+	Rand clock.Rand
 	// Events receives a [events.Retry] for every retry decision, when someone listens.
 	Events *events.Hub
 }
 
-// DefaultConfig returns the default configuration: 3 attempts, full-jitter backoff (100 ms ×2,
-// cap 10 s), Retry-After honoured within [0.5 s, 60 s], a budget of 10% with a floor of one retry
-// per second and a 10 s decay, no per-attempt timeout and no MaxDuration.
-func DefaultConfig() Config {
-	return Config{MaxAttempts: DefaultMaxAttempts}
+// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
+// configuration error, with Primitive "retry", the retry's name, the field (a path such as
+// "Backoff.Multiplier") and the rejected value. Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
+
+// named fills in the primitive and the retry's name of a configuration error.
+func named(name string, err error) error {
+	if ce, ok := err.(*ConfigError); ok {
+		ce.Primitive, ce.Name = string(catalog.Retry), name
+	}
+	return err
 }
 
 func (c Config) validate() error {
-	if c.MaxAttempts < 1 {
-		return fmt.Errorf("MaxAttempts = %d: must be at least 1", c.MaxAttempts)
+	if c.MaxAttempts < 0 {
+		return &ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Reason: "must not be negative (0 means the default, 3; 1 turns retrying off)"}
 	}
 	if c.AttemptTimeout < 0 {
-		return fmt.Errorf("AttemptTimeout = %v: must not be negative", c.AttemptTimeout)
+		return &ConfigError{Field: "AttemptTimeout", Value: c.AttemptTimeout, Reason: "must not be negative"}
 	}
 	if c.MaxDuration < 0 {
-		return fmt.Errorf("MaxDuration = %v: must not be negative", c.MaxDuration)
+		return &ConfigError{Field: "MaxDuration", Value: c.MaxDuration, Reason: "must not be negative"}
 	}
 	if c.MinAttemptTime < 0 {
-		return fmt.Errorf("MinAttemptTime = %v: must not be negative", c.MinAttemptTime)
+		return &ConfigError{Field: "MinAttemptTime", Value: c.MinAttemptTime, Reason: "must not be negative"}
 	}
 	if err := c.Backoff.validate(); err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 
 // Retrying a plain function: two transient failures, then success.
 func Example() {
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: time.Millisecond}
 	// A new budget holds no tokens and its floor allows one retry per second: raise the floor
 	// so that this one call can use both of its retries.
@@ -39,7 +39,7 @@ func Example() {
 
 // Exhausted attempts: the error says how many were made and keeps each one's error.
 func Example_exhausted() {
-	cfg := retry.DefaultConfig()
+	cfg := retry.Config{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.None}
 	cfg.Budget.Disabled = true
 	r, _ := retry.New("inventory-db", cfg)
@@ -73,7 +73,7 @@ func ExampleCallWith() {
 	}))
 	defer srv.Close()
 
-	r, _ := retry.New("quotes-api", retry.DefaultConfig())
+	r, _ := retry.New("quotes-api", retry.Config{})
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/quote?session=abc", nil)
 	resp, err := retry.CallWith(req.Context(), r, func(ctx context.Context) (*http.Response, error) {
 		// ctx is the attempt context: the caller's, bounded by AttemptTimeout.

@@ -1,12 +1,12 @@
 // Package retry repeats failed calls with backoff, honouring Retry-After, within three bounds
-// (attempts, per-attempt timeout, total deadline) and a per-dependency retry budget (SPEC §4).
+// (attempts, per-attempt timeout, total deadline) and a per-dependency retry budget.
 //
 // A [Retry] is named after the dependency it protects and is safe for concurrent use. Its counts
 // (logical calls by outcome, retries, failed attempts by class, delays by source, budget tokens
 // and denials) live in atomics that the collector package reads at scrape time; a call that
 // succeeds on its first attempt costs a few atomic adds and allocates nothing.
 //
-//	r, err := retry.New("payments-api", retry.DefaultConfig())
+//	r, err := retry.New("payments-api", retry.Config{}) // the zero Config is the default
 //	err = r.Do(ctx, func(ctx context.Context) error { return pay(ctx) })
 //	v, err := retry.Call(ctx, r, func(ctx context.Context) (Receipt, error) { return pay(ctx) })
 //
@@ -49,6 +49,7 @@
 package retry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,50 +60,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
-)
-
-// Logical-call kinds (`kind` of the calls counter). Identical to the catalog's retry call kinds.
-const (
-	KindSuccessfulWithoutRetry = "successful_without_retry"
-	KindSuccessfulWithRetry    = "successful_with_retry"
-	KindFailedWithoutRetry     = "failed_without_retry"
-	KindFailedWithRetry        = "failed_with_retry"
-	KindAborted                = "aborted"
-)
-
-// CallKinds is the closed set of logical-call kinds; [Snapshot.Calls] is indexed like it.
-var CallKinds = []string{KindSuccessfulWithoutRetry, KindSuccessfulWithRetry, KindFailedWithoutRetry, KindFailedWithRetry, KindAborted}
-
-// Retry decision outcomes (the `outcome` of events and log lines). Identical to the catalog's.
-const (
-	OutcomeRetrying        = "retrying"         // another attempt follows after the delay
-	OutcomeSucceeded       = "succeeded"        // an attempt after the first succeeded
-	OutcomeGaveUp          = "gave_up"          // not retryable, attempts exhausted, or no time left
-	OutcomeAborted         = "aborted"          // the caller cancelled
-	OutcomeBudgetExhausted = "budget_exhausted" // the retry budget refused the retry
-)
-
-// Outcomes is the closed set of decision outcomes.
-var Outcomes = []string{OutcomeRetrying, OutcomeSucceeded, OutcomeGaveUp, OutcomeAborted, OutcomeBudgetExhausted}
-
-// Delay sources: what set a delay. Identical to the catalog's.
-const (
-	SourceBackoff    = "backoff"
-	SourceRetryAfter = "retry_after"
-)
-
-// DelaySources is the closed set of delay sources; [Snapshot.Backoff] is indexed like it.
-var DelaySources = []string{SourceBackoff, SourceRetryAfter}
-
-const (
-	kindSWO = iota
-	kindSWR
-	kindFWO
-	kindFWR
-	kindAborted
+	"github.com/stormwatch-go/stormwatch/instrument/histogram"
 )
 
 // Retry repeats failed calls (see the package documentation). Create one with [New] or get the
@@ -111,35 +73,33 @@ type Retry struct {
 	name   string
 	cfg    Config
 	clk    clock.Clock
-	rnd    Rand
+	rnd    clock.Rand
 	hub    *events.Hub
 	budget *Budget
 
-	calls    [5]atomic.Uint64
+	calls    [catalog.NumRetryKinds]atomic.Uint64
 	attempts atomic.Uint64
-	errs     [15]atomic.Uint64
-	backoff  [2]histogram
+	errs     [catalog.NumClasses]atomic.Uint64 // by catalog.Class; ClassNone unused
+	backoff  [catalog.NumDelaySources]histogram.Histogram
 }
 
-// New returns a Retry called name. The configuration is validated: an invalid field is an error
-// that names the field and its value.
+// New returns a Retry called name, configured by cfg (the zero Config is the default
+// configuration). An invalid field is a [*ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Retry, error) {
 	if name == "" {
-		return nil, errors.New("retry: name must not be empty")
+		return nil, &ConfigError{Primitive: string(catalog.Retry), Field: "name", Value: "", Reason: "must not be empty"}
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("retry %q: %w", name, err)
+		return nil, named(name, err)
 	}
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
 	cfg.Backoff = cfg.Backoff.withDefaults()
 	cfg.RetryAfter = cfg.RetryAfter.withDefaults()
-	r := &Retry{name: name, cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, hub: cfg.Events}
-	if r.rnd == nil {
-		r.rnd = globalRand{}
-	}
+	r := &Retry{name: name, cfg: cfg, clk: clock.Or(cfg.Clock), rnd: clock.RandOr(cfg.Rand), hub: cfg.Events}
 	if !cfg.Budget.Disabled {
 		b, err := NewBudget(cfg.Budget, r.clk)
 		if err != nil {
-			return nil, fmt.Errorf("retry %q: %w", name, err)
+			return nil, named(name, err)
 		}
 		r.budget = b
 	}
@@ -227,19 +187,19 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		}
 		if err == nil {
 			if attempt == 1 {
-				r.calls[kindSWO].Add(1)
+				r.calls[catalog.RetrySuccessfulWithoutRetry].Add(1)
 				cs.done = true
 				v = bind(h, v, &cs)
 				return v, nil
 			}
-			r.calls[kindSWR].Add(1)
+			r.calls[catalog.RetrySuccessfulWithRetry].Add(1)
 			if listening {
 				now = r.clk.Now()
 				var ok attemptInfo
 				if h.Status != nil {
 					ok.status = h.Status(v)
 				}
-				ctx = r.emit(ctx, h.Endpoint, attempt, start, now, 0, "", ok, OutcomeSucceeded, nil)
+				ctx = r.emit(ctx, h.Endpoint, attempt, start, now, 0, 0, ok, catalog.OutcomeSucceeded, nil)
 			}
 			cs.done = true
 			v = bind(h, v, &cs)
@@ -247,16 +207,16 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		}
 
 		info = r.classify(err)
-		r.errs[classify.ClassIndex(info.verdict.Class)].Add(1)
+		r.errs[info.verdict.Class].Add(1)
 		errs = append(errs, err)
 		now = r.clk.Now()
 		if start.IsZero() {
 			start = now
 		}
 		if cerr := ctx.Err(); cerr != nil { // the caller cancelled or the total deadline passed
-			outcome := OutcomeAborted
+			outcome := catalog.OutcomeAborted
 			if errors.Is(cerr, context.DeadlineExceeded) {
-				outcome = OutcomeGaveUp
+				outcome = catalog.OutcomeGaveUp
 			}
 			emit := listening && (attempt > 1 || info.verdict.Retryable)
 			wrap := attempt > 1 || !errors.Is(err, cerr)
@@ -272,11 +232,11 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			emit := listening && (attempt > 1 || (retryable && r.cfg.MaxAttempts > 1))
 			cs.done = true
 			v = bind(h, v, &cs)
-			return v, r.finish(ctx, errs, nil, OutcomeGaveUp, attempt > 1, emit, h.Endpoint, attempt, start, now, info)
+			return v, r.finish(ctx, errs, nil, catalog.OutcomeGaveUp, attempt > 1, emit, h.Endpoint, attempt, start, now, info)
 		}
 
 		delay, source := r.nextDelay(attempt, prev, info, now)
-		if source == SourceBackoff {
+		if source == catalog.SourceBackoff {
 			prev = delay
 		}
 		if !dl.known {
@@ -295,16 +255,16 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 			if remaining <= 0 || remaining-delay < minUseful {
 				cs.done = true
 				v = bind(h, v, &cs)
-				return v, r.finish(ctx, errs, nil, OutcomeGaveUp, true, listening, h.Endpoint, attempt, start, now, info)
+				return v, r.finish(ctx, errs, nil, catalog.OutcomeGaveUp, true, listening, h.Endpoint, attempt, start, now, info)
 			}
 		}
 		if r.budget != nil && !r.budget.TryRetry() {
 			cs.done = true
 			v = bind(h, v, &cs)
-			return v, r.finish(ctx, errs, nil, OutcomeBudgetExhausted, true, listening, h.Endpoint, attempt, start, now, info)
+			return v, r.finish(ctx, errs, nil, catalog.OutcomeBudgetExhausted, true, listening, h.Endpoint, attempt, start, now, info)
 		}
 		if listening {
-			ctx = r.emit(ctx, h.Endpoint, attempt, start, now, delay, source, info, OutcomeRetrying, err)
+			ctx = r.emit(ctx, h.Endpoint, attempt, start, now, delay, source, info, catalog.OutcomeRetrying, err)
 			retrying = true
 		}
 		if h.Discard != nil {
@@ -316,14 +276,14 @@ func CallWith[T any](ctx context.Context, r *Retry, fn func(ctx context.Context)
 		}
 		if cerr := r.wait(ctx, delay); cerr != nil {
 			var zero T
-			outcome := OutcomeAborted
+			outcome := catalog.OutcomeAborted
 			if errors.Is(cerr, context.DeadlineExceeded) {
-				outcome = OutcomeGaveUp
+				outcome = catalog.OutcomeGaveUp
 			}
 			cs.done = true
 			return zero, r.finish(ctx, errs, cerr, outcome, true, listening && retrying, h.Endpoint, attempt, start, r.clk.Now(), info)
 		}
-		r.backoff[sourceIndex(source)].observe(delay)
+		r.backoff[source].Observe(delay)
 		r.attempts.Add(1)
 	}
 }
@@ -353,11 +313,11 @@ func (r *Retry) settle(cs *callState) {
 	if cs.done {
 		return
 	}
-	r.errs[classify.ClassIndex(classify.ClassError)].Add(1)
+	r.errs[catalog.ClassError].Add(1)
 	if cs.attempt <= 1 {
-		r.calls[kindFWO].Add(1)
+		r.calls[catalog.RetryFailedWithoutRetry].Add(1)
 	} else {
-		r.calls[kindFWR].Add(1)
+		r.calls[catalog.RetryFailedWithRetry].Add(1)
 	}
 }
 
@@ -406,19 +366,19 @@ func (r *Retry) wait(ctx context.Context, d time.Duration) error {
 }
 
 // finish ends a failed logical call: it counts it, emits the final decision and builds the error.
-func (r *Retry) finish(ctx context.Context, errs []error, cause error, outcome string, wrap, emit bool,
+func (r *Retry) finish(ctx context.Context, errs []error, cause error, outcome catalog.Outcome, wrap, emit bool,
 	endpoint string, attempt int, start, now time.Time, info attemptInfo) error {
 	switch {
-	case outcome == OutcomeAborted:
-		r.calls[kindAborted].Add(1)
+	case outcome == catalog.OutcomeAborted:
+		r.calls[catalog.RetryAborted].Add(1)
 	case attempt == 1:
-		r.calls[kindFWO].Add(1)
+		r.calls[catalog.RetryFailedWithoutRetry].Add(1)
 	default:
-		r.calls[kindFWR].Add(1)
+		r.calls[catalog.RetryFailedWithRetry].Add(1)
 	}
 	last := errs[len(errs)-1]
 	if emit {
-		r.emit(ctx, endpoint, attempt, start, now, 0, "", info, outcome, last)
+		r.emit(ctx, endpoint, attempt, start, now, 0, 0, info, outcome, last)
 	}
 	if !wrap {
 		return last
@@ -448,27 +408,20 @@ func (r *Retry) deadline(ctx context.Context, start, now time.Time) deadline {
 
 // nextDelay returns the delay before retry n: Retry-After of a 429 or 503 when present and
 // valid, else the backoff strategy.
-func (r *Retry) nextDelay(n int, prev time.Duration, info attemptInfo, now time.Time) (time.Duration, string) {
+func (r *Retry) nextDelay(n int, prev time.Duration, info attemptInfo, now time.Time) (time.Duration, catalog.DelaySource) {
 	if !r.cfg.RetryAfter.Disabled && info.retryAfter != "" &&
 		(info.status == http.StatusTooManyRequests || info.status == http.StatusServiceUnavailable) {
 		if wait, ok := ParseRetryAfter(info.retryAfter, now); ok {
-			return r.cfg.RetryAfter.Delay(wait, r.rnd), SourceRetryAfter
+			return r.cfg.RetryAfter.Delay(wait, r.rnd), catalog.SourceRetryAfter
 		}
 	}
-	return r.cfg.Backoff.Delay(n, prev, r.rnd), SourceBackoff
-}
-
-func sourceIndex(s string) int {
-	if s == SourceRetryAfter {
-		return 1
-	}
-	return 0
+	return r.cfg.Backoff.Delay(n, prev, r.rnd), catalog.SourceBackoff
 }
 
 // emit sends a retry event, attaching a correlation id to ctx first when it has none, and returns
 // the context to use from now on.
 func (r *Retry) emit(ctx context.Context, endpoint string, attempt int, start, now time.Time,
-	delay time.Duration, source string, info attemptInfo, outcome string, err error) context.Context {
+	delay time.Duration, source catalog.DelaySource, info attemptInfo, outcome catalog.Outcome, err error) context.Context {
 	ctx = ensureCorrelationID(ctx)
 	r.hub.Retries.Emit(events.Retry{
 		Context:     ctx,
@@ -521,11 +474,11 @@ func (r *Retry) classify(err error) attemptInfo {
 	var rej classify.Rejection
 	switch {
 	case errors.As(err, &rej) && rej.Rejected():
-		info.verdict, info.never = classify.Verdict{Class: classify.ClassRejected}, true
+		info.verdict, info.never = classify.Verdict{Class: catalog.ClassRejected}, true
 	case errors.Is(err, context.Canceled):
-		info.verdict, info.never = classify.Verdict{Class: classify.ClassCanceled}, true
-	case classify.ClassIndex(info.verdict.Class) < 0: // empty or outside the closed set
-		info.verdict.Class = classify.ClassError
+		info.verdict, info.never = classify.Verdict{Class: catalog.ClassCanceled}, true
+	case !info.verdict.Class.Valid(): // ClassNone or outside the closed set
+		info.verdict.Class = catalog.ClassError
 	}
 	if retryDisabled {
 		info.verdict.Retryable, info.never = false, true
@@ -537,7 +490,7 @@ func (r *Retry) classify(err error) attemptInfo {
 // error and, for a call ended by its context, to the context's error.
 type Error struct {
 	name    string
-	outcome string
+	outcome catalog.Outcome
 	errs    []error
 	cause   error
 }
@@ -551,9 +504,9 @@ func (e *Error) Error() string {
 	}
 	last := e.errs[n-1]
 	switch e.outcome {
-	case OutcomeAborted:
+	case catalog.OutcomeAborted:
 		return fmt.Sprintf("retry %q: aborted after %d attempt%s: %v (last error: %v)", e.name, n, plural, e.cause, last)
-	case OutcomeBudgetExhausted:
+	case catalog.OutcomeBudgetExhausted:
 		return fmt.Sprintf("retry %q: retry budget exhausted after %d attempt%s: %v", e.name, n, plural, last)
 	}
 	if e.cause != nil {
@@ -576,17 +529,18 @@ func (e *Error) Attempts() []error { return append([]error(nil), e.errs...) }
 // Last returns the last attempt's error.
 func (e *Error) Last() error { return e.errs[len(e.errs)-1] }
 
-// Outcome returns the decision that ended the call: gave_up, budget_exhausted or aborted.
-func (e *Error) Outcome() string { return e.outcome }
+// Outcome returns the decision that ended the call: catalog.OutcomeGaveUp,
+// catalog.OutcomeBudgetExhausted or catalog.OutcomeAborted.
+func (e *Error) Outcome() catalog.Outcome { return e.outcome }
 
-// FallbackCause returns "retries_exhausted" — the fallback cause of a call that gave up or was
-// refused a retry by the budget — and "" for an aborted call, so that a fallback looks further
-// down the chain (see package fallback).
-func (e *Error) FallbackCause() string {
-	if e.outcome == OutcomeAborted {
-		return ""
+// FallbackCause returns catalog.CauseRetriesExhausted — the fallback cause of a call that gave up
+// or was refused a retry by the budget — and false for an aborted call, so that a fallback looks
+// further down the chain (see package fallback).
+func (e *Error) FallbackCause() (catalog.Cause, bool) {
+	if e.outcome == catalog.OutcomeAborted {
+		return 0, false
 	}
-	return "retries_exhausted"
+	return catalog.CauseRetriesExhausted, true
 }
 
 // HTTPError reports a failed HTTP attempt to the retry: the response's status and Retry-After

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
@@ -74,8 +75,8 @@ func (r *recorder) all() []events.Retry {
 	defer r.mu.Unlock()
 	return append([]events.Retry(nil), r.ev...)
 }
-func (r *recorder) outcomes() []string {
-	var out []string
+func (r *recorder) outcomes() []catalog.Outcome {
+	var out []catalog.Outcome
 	for _, e := range r.all() {
 		out = append(out, e.Outcome)
 	}
@@ -95,7 +96,7 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	t.Helper()
 	f := &fixture{clk: newRecClock(), rec: &recorder{}, hub: new(events.Hub)}
 	f.hub.Retries.Add(f.rec.add)
-	cfg := DefaultConfig()
+	cfg := Config{}
 	cfg.Clock = f.clk
 	cfg.Rand = fixedRand(0.5)
 	cfg.Backoff = Backoff{Strategy: Exponential}
@@ -120,30 +121,64 @@ type fakeRejection struct{}
 func (fakeRejection) Error() string  { return "circuit breaker payments-api is open" }
 func (fakeRejection) Rejected() bool { return true }
 
+// requireConfigError checks that err is a *ConfigError of the retry called name about field,
+// with the rejected value (unless value is nil).
+func requireConfigError(t *testing.T, err error, name, field string, value any) *ConfigError {
+	t.Helper()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, string(catalog.Retry), ce.Primitive)
+	assert.Equal(t, name, ce.Name)
+	assert.Equal(t, field, ce.Field)
+	if value != nil {
+		assert.Equal(t, value, ce.Value)
+	}
+	assert.NotEmpty(t, ce.Reason)
+	return ce
+}
+
 func TestNewValidates(t *testing.T) {
-	_, err := New("", DefaultConfig())
-	require.ErrorContains(t, err, "name must not be empty")
+	_, err := New("", Config{})
+	requireConfigError(t, err, "", "name", "")
 	for _, c := range []struct {
-		cfg  Config
-		want string
+		cfg   Config
+		field string
+		value any
 	}{
-		{Config{}, "MaxAttempts = 0: must be at least 1"},
-		{Config{MaxAttempts: -2}, "MaxAttempts = -2"},
-		{Config{MaxAttempts: 1, AttemptTimeout: -time.Second}, "AttemptTimeout = -1s"},
-		{Config{MaxAttempts: 1, MaxDuration: -time.Second}, "MaxDuration = -1s"},
-		{Config{MaxAttempts: 1, MinAttemptTime: -time.Second}, "MinAttemptTime = -1s"},
+		{Config{MaxAttempts: -2}, "MaxAttempts", -2},
+		{Config{AttemptTimeout: -time.Second}, "AttemptTimeout", -time.Second},
+		{Config{MaxDuration: -time.Second}, "MaxDuration", -time.Second},
+		{Config{MinAttemptTime: -time.Second}, "MinAttemptTime", -time.Second},
 	} {
 		_, err := New("orders", c.cfg)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), c.want)
-		assert.Contains(t, err.Error(), `retry "orders"`)
+		requireConfigError(t, err, "orders", c.field, c.value)
 	}
-	r, err := New("orders", DefaultConfig())
+	_, err = New("orders", Config{MaxAttempts: -2})
+	assert.EqualError(t, err, `retry "orders": MaxAttempts = -2: must not be negative (0 means the default, 3; 1 turns retrying off)`)
+}
+
+func TestZeroConfigIsTheDefault(t *testing.T) {
+	r, err := New("orders", Config{})
 	require.NoError(t, err)
 	assert.Equal(t, "orders", r.Name())
-	assert.Equal(t, FullJitter, r.Config().Backoff.Strategy)
-	assert.Equal(t, 60*time.Second, r.Config().RetryAfter.Max)
+	c := r.Config()
+	assert.Equal(t, 3, c.MaxAttempts)
+	assert.Equal(t, Backoff{Strategy: FullJitter, Base: 100 * time.Millisecond, Multiplier: 2, Cap: 10 * time.Second, Factor: 0.5}, c.Backoff)
+	assert.Equal(t, RetryAfterConfig{Min: 500 * time.Millisecond, Max: 60 * time.Second, Jitter: 0.2}, c.RetryAfter)
 	assert.NotNil(t, r.Budget())
+
+	// Three attempts, two waits.
+	f := newFixture(t, nil)
+	calls := 0
+	err = f.do(context.Background(), func(context.Context) error { calls++; return errors.New("down") })
+	require.Error(t, err)
+	assert.Equal(t, 3, calls)
+	assert.Len(t, f.clk.Waits(), 2)
+
+	one := newFixture(t, func(c *Config) { c.MaxAttempts = 1 })
+	calls = 0
+	_ = one.do(context.Background(), func(context.Context) error { calls++; return errors.New("down") })
+	assert.Equal(t, 1, calls, "MaxAttempts 1 turns retrying off")
 }
 
 func TestMaxAttemptsAgainstAlways503Server(t *testing.T) {
@@ -173,17 +208,17 @@ func TestMaxAttemptsAgainstAlways503Server(t *testing.T) {
 	var rerr *Error
 	require.ErrorAs(t, err, &rerr)
 	assert.Len(t, rerr.Attempts(), 3)
-	assert.Equal(t, OutcomeGaveUp, rerr.Outcome())
+	assert.Equal(t, catalog.OutcomeGaveUp, rerr.Outcome())
 	var he *HTTPError
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
 	assert.Same(t, rerr.Last(), rerr.Attempts()[2])
-	assert.Equal(t, []string{OutcomeRetrying, OutcomeRetrying, OutcomeGaveUp}, f.rec.outcomes())
+	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeRetrying, catalog.OutcomeGaveUp}, f.rec.outcomes())
 
 	s := f.r.Snapshot()
-	assert.Equal(t, []uint64{0, 0, 0, 1, 0}, s.Calls)
+	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetryFailedWithRetry: 1}, s.Calls)
 	assert.Equal(t, uint64(2), s.Retries)
-	assert.Equal(t, uint64(3), s.Errors[classify.ClassIndex(classify.ClassHTTP5xx)])
+	assert.Equal(t, uint64(3), s.Errors[catalog.ClassHTTP5xx])
 	assert.Equal(t, uint64(2), s.Backoff[0].Count)
 	assert.InDelta(t, 0.3, s.Backoff[0].Sum, 1e-9)
 }
@@ -203,7 +238,7 @@ func TestSucceedsAfterRetries(t *testing.T) {
 	assert.Equal(t, 3, n)
 	ev := f.rec.all()
 	require.Len(t, ev, 3)
-	assert.Equal(t, []string{OutcomeRetrying, OutcomeRetrying, OutcomeSucceeded}, f.rec.outcomes())
+	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeRetrying, catalog.OutcomeSucceeded}, f.rec.outcomes())
 	id := CorrelationID(ev[0].Context)
 	assert.Len(t, id, 36, "a correlation id is generated")
 	for i, e := range ev {
@@ -212,13 +247,13 @@ func TestSucceedsAfterRetries(t *testing.T) {
 		assert.Equal(t, "payments-api", e.Name)
 		assert.Equal(t, 3, e.MaxAttempts)
 	}
-	assert.Equal(t, classify.ClassError, ev[0].ErrorClass)
-	assert.Equal(t, SourceBackoff, ev[0].DelaySource)
+	assert.Equal(t, catalog.ClassError, ev[0].ErrorClass)
+	assert.Equal(t, catalog.SourceBackoff, ev[0].DelaySource)
 	assert.Equal(t, 100*time.Millisecond, ev[0].Delay)
 	assert.Equal(t, 100*time.Millisecond, ev[1].Elapsed)
 	assert.Equal(t, 300*time.Millisecond, ev[2].Elapsed)
 	assert.Empty(t, ev[2].ErrorClass)
-	assert.Equal(t, []uint64{0, 1, 0, 0, 0}, f.r.Snapshot().Calls)
+	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetrySuccessfulWithRetry: 1}, f.r.Snapshot().Calls)
 
 	// A correlation id already in the context is kept, and the attempts see it.
 	f2 := newFixture(t, nil)
@@ -259,15 +294,15 @@ func TestNeverRetried(t *testing.T) {
 
 	cases := []struct {
 		name  string
-		class string
+		class catalog.Class
 		fn    func(ctx context.Context, cancel context.CancelFunc) error
 		check func(t *testing.T, err error)
 	}{
-		{"caller cancellation", classify.ClassCanceled, func(ctx context.Context, cancel context.CancelFunc) error {
+		{"caller cancellation", catalog.ClassCanceled, func(ctx context.Context, cancel context.CancelFunc) error {
 			cancel()
 			return ctx.Err()
 		}, func(t *testing.T, err error) { assert.ErrorIs(t, err, context.Canceled) }},
-		{"breaker open", classify.ClassRejected, func(context.Context, context.CancelFunc) error {
+		{"breaker open", catalog.ClassRejected, func(context.Context, context.CancelFunc) error {
 			return fmt.Errorf("attempt: %w", fakeRejection{})
 		}, func(t *testing.T, err error) {
 			var rej classify.Rejection
@@ -275,19 +310,19 @@ func TestNeverRetried(t *testing.T) {
 			var rerr *Error
 			assert.False(t, errors.As(err, &rerr), "a single non-retryable attempt is returned as is")
 		}},
-		{"404", classify.ClassHTTP4xx, func(context.Context, context.CancelFunc) error {
+		{"404", catalog.ClassHTTP4xx, func(context.Context, context.CancelFunc) error {
 			return &HTTPError{StatusCode: 404, Idempotent: true}
 		}, nil},
-		{"501", classify.ClassHTTP5xxPermanent, func(context.Context, context.CancelFunc) error {
+		{"501", catalog.ClassHTTP5xxPermanent, func(context.Context, context.CancelFunc) error {
 			return &HTTPError{StatusCode: 501, Idempotent: true}
 		}, nil},
-		{"tls certificate", classify.ClassTLSCert, func(context.Context, context.CancelFunc) error {
+		{"tls certificate", catalog.ClassTLSCert, func(context.Context, context.CancelFunc) error {
 			return &HTTPError{Err: &url.Error{Op: "Get", URL: "https://x", Err: x509.UnknownAuthorityError{}}, Idempotent: true}
 		}, nil},
-		{"permanent", classify.ClassError, func(context.Context, context.CancelFunc) error {
+		{"permanent", catalog.ClassError, func(context.Context, context.CancelFunc) error {
 			return classify.Permanent(errors.New("bad config"))
 		}, nil},
-		{"non-idempotent POST after a read timeout", classify.ClassTimeout, func(ctx context.Context, _ context.CancelFunc) error {
+		{"non-idempotent POST after a read timeout", catalog.ClassTimeout, func(ctx context.Context, _ context.CancelFunc) error {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, silentURL, strings.NewReader("{}"))
 			resp, err := client.Do(req)
 			return HTTPResult(req, resp, err)
@@ -302,9 +337,9 @@ func TestNeverRetried(t *testing.T) {
 			f := newFixture(t, func(cfg *Config) {
 				cfg.MaxAttempts = 5
 				cfg.RetryIf = func(error, classify.Verdict) bool {
-					return c.class == classify.ClassCanceled || c.class == classify.ClassRejected
+					return c.class == catalog.ClassCanceled || c.class == catalog.ClassRejected
 				}
-				if c.class != classify.ClassCanceled && c.class != classify.ClassRejected {
+				if c.class != catalog.ClassCanceled && c.class != catalog.ClassRejected {
 					cfg.RetryIf = nil
 				}
 			})
@@ -317,7 +352,7 @@ func TestNeverRetried(t *testing.T) {
 			assert.Empty(t, f.clk.Waits())
 			assert.Empty(t, f.rec.all(), "no retry decision to report")
 			s := f.r.Snapshot()
-			assert.Equal(t, uint64(1), s.Errors[classify.ClassIndex(c.class)], "class %s", c.class)
+			assert.Equal(t, uint64(1), s.Errors[c.class], "class %s", c.class)
 			if c.check != nil {
 				c.check(t, err)
 			}
@@ -328,7 +363,7 @@ func TestNeverRetried(t *testing.T) {
 func TestRetryIf(t *testing.T) {
 	// RetryIf can refuse a retryable error and allow a non-retryable one.
 	f := newFixture(t, func(c *Config) {
-		c.RetryIf = func(err error, v classify.Verdict) bool { return v.Class == classify.ClassHTTP4xx }
+		c.RetryIf = func(err error, v classify.Verdict) bool { return v.Class == catalog.ClassHTTP4xx }
 	})
 	calls := 0
 	err := f.do(context.Background(), func(context.Context) error { calls++; return &HTTPError{StatusCode: 409} })
@@ -359,12 +394,12 @@ func TestCancelDuringBackoffReturnsPromptly(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	var rerr *Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, OutcomeAborted, rerr.Outcome())
+	assert.Equal(t, catalog.OutcomeAborted, rerr.Outcome())
 	assert.Contains(t, err.Error(), "aborted after 1 attempt")
-	assert.Equal(t, []string{OutcomeRetrying, OutcomeAborted}, f.rec.outcomes())
+	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeAborted}, f.rec.outcomes())
 	assert.Zero(t, f.clk.Timers(), "the timer was stopped")
 	s := f.r.Snapshot()
-	assert.Equal(t, []uint64{0, 0, 0, 0, 1}, s.Calls)
+	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetryAborted: 1}, s.Calls)
 	assert.Zero(t, s.Retries)
 	assert.Zero(t, s.Backoff[0].Count, "an aborted wait is not a delay waited")
 }
@@ -382,10 +417,10 @@ func TestGiveUpWhenTheDeadlineLeavesNoUsefulTime(t *testing.T) {
 	// 0.2 s left; the wait is clamped to 0.2 s and leaves nothing → give up.
 	assert.Equal(t, 2, calls)
 	assert.Equal(t, []time.Duration{800 * time.Millisecond}, f.clk.Waits())
-	assert.Equal(t, []string{OutcomeRetrying, OutcomeGaveUp}, f.rec.outcomes())
+	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeGaveUp}, f.rec.outcomes())
 	var rerr *Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, OutcomeGaveUp, rerr.Outcome())
+	assert.Equal(t, catalog.OutcomeGaveUp, rerr.Outcome())
 
 	// With the per-attempt timeout as the minimum useful time.
 	f = newFixture(t, func(c *Config) {
@@ -414,16 +449,16 @@ func TestRetryAfterSetsTheDelay(t *testing.T) {
 		status     int
 		retryAfter string
 		wait       time.Duration
-		source     string
+		source     catalog.DelaySource
 	}{
-		{503, "2", 2 * time.Second, SourceRetryAfter},
-		{429, "0", 500 * time.Millisecond, SourceRetryAfter},
-		{429, "86400", 60 * time.Second, SourceRetryAfter},
-		{503, "-1", 100 * time.Millisecond, SourceBackoff},
-		{503, "abc", 100 * time.Millisecond, SourceBackoff},
-		{500, "5", 100 * time.Millisecond, SourceBackoff}, // only 429 and 503 carry Retry-After
-		{503, t0.Add(7 * time.Second).Format(http.TimeFormat), 7 * time.Second, SourceRetryAfter},
-		{503, t0.Add(-time.Hour).Format(http.TimeFormat), 500 * time.Millisecond, SourceRetryAfter},
+		{503, "2", 2 * time.Second, catalog.SourceRetryAfter},
+		{429, "0", 500 * time.Millisecond, catalog.SourceRetryAfter},
+		{429, "86400", 60 * time.Second, catalog.SourceRetryAfter},
+		{503, "-1", 100 * time.Millisecond, catalog.SourceBackoff},
+		{503, "abc", 100 * time.Millisecond, catalog.SourceBackoff},
+		{500, "5", 100 * time.Millisecond, catalog.SourceBackoff}, // only 429 and 503 carry Retry-After
+		{503, t0.Add(7 * time.Second).Format(http.TimeFormat), 7 * time.Second, catalog.SourceRetryAfter},
+		{503, t0.Add(-time.Hour).Format(http.TimeFormat), 500 * time.Millisecond, catalog.SourceRetryAfter},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d %s", c.status, c.retryAfter), func(t *testing.T) {
@@ -437,7 +472,7 @@ func TestRetryAfterSetsTheDelay(t *testing.T) {
 			assert.Equal(t, c.source, ev[0].DelaySource)
 			assert.Equal(t, c.status, ev[0].HTTPStatus)
 			s := f.r.Snapshot()
-			assert.Equal(t, uint64(1), s.Backoff[sourceIndex(c.source)].Count)
+			assert.Equal(t, uint64(1), s.Backoff[c.source].Count)
 		})
 	}
 	f := newFixture(t, func(cfg *Config) { cfg.MaxAttempts = 2; cfg.RetryAfter.Disabled = true })
@@ -455,14 +490,14 @@ func TestBudgetDeniesRetries(t *testing.T) {
 	require.Error(t, err)
 	var rerr *Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, OutcomeBudgetExhausted, rerr.Outcome())
+	assert.Equal(t, catalog.OutcomeBudgetExhausted, rerr.Outcome())
 	assert.Len(t, rerr.Attempts(), 2)
 	assert.Contains(t, err.Error(), "retry budget exhausted after 2 attempts")
-	assert.Equal(t, []string{OutcomeRetrying, OutcomeBudgetExhausted}, f.rec.outcomes())
+	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeBudgetExhausted}, f.rec.outcomes())
 	s := f.r.Snapshot()
 	assert.Equal(t, uint64(1), s.BudgetDenied)
 	assert.Zero(t, s.BudgetTokens)
-	assert.Equal(t, []uint64{10, 0, 0, 1, 0}, s.Calls)
+	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetrySuccessfulWithoutRetry: 10, catalog.RetryFailedWithRetry: 1}, s.Calls)
 }
 
 func TestAttemptTimeoutBoundsEachAttempt(t *testing.T) {
@@ -478,7 +513,7 @@ func TestAttemptTimeoutBoundsEachAttempt(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.Equal(t, 3, calls, "the attempt's own deadline is a retryable timeout for an idempotent call")
-	assert.Equal(t, uint64(3), f.r.Snapshot().Errors[classify.ClassIndex(classify.ClassTimeout)])
+	assert.Equal(t, uint64(3), f.r.Snapshot().Errors[catalog.ClassTimeout])
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 
 	f = newFixture(t, func(c *Config) { c.AttemptTimeout = 20 * time.Millisecond })
@@ -522,7 +557,7 @@ func TestCallWithHTTPHooks(t *testing.T) {
 	assert.Equal(t, int64(1), closed.Load(), "the dropped 503 was discarded")
 	assert.Equal(t, []time.Duration{time.Second}, f.clk.Waits(), "Retry-After: 1")
 	assert.Equal(t, h.Endpoint, f.rec.all()[0].Endpoint)
-	assert.Equal(t, []string{OutcomeRetrying, OutcomeSucceeded}, f.rec.outcomes())
+	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeSucceeded}, f.rec.outcomes())
 	assert.Equal(t, 200, f.rec.all()[1].HTTPStatus, "the succeeded event carries the response status")
 
 	// Exhausted: the last response comes back undrained with the error.
@@ -578,7 +613,9 @@ func TestResultPredicate(t *testing.T) {
 
 func TestClassifyOverrideCannotRetryRejections(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		c.Classify = func(error, bool) classify.Verdict { return classify.Verdict{Retryable: true, Class: "made_up"} }
+		c.Classify = func(error, bool) classify.Verdict {
+			return classify.Verdict{Retryable: true, Class: catalog.Class(200)}
+		}
 	})
 	calls := 0
 	_ = f.do(context.Background(), func(context.Context) error { calls++; return fakeRejection{} })
@@ -586,12 +623,12 @@ func TestClassifyOverrideCannotRetryRejections(t *testing.T) {
 	calls = 0
 	_ = f.do(context.Background(), func(context.Context) error { calls++; return errors.New("x") })
 	assert.Equal(t, 3, calls)
-	assert.Equal(t, uint64(3), f.r.Snapshot().Errors[classify.ClassIndex(classify.ClassError)],
+	assert.Equal(t, uint64(3), f.r.Snapshot().Errors[catalog.ClassError],
 		"a class outside the closed set is counted as error")
 }
 
 func TestConcurrentCallsAreCountedOnce(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Config{}
 	cfg.Backoff = Backoff{Strategy: None}
 	cfg.Budget = BudgetConfig{Disabled: true}
 	r, err := New("concurrent", cfg)
@@ -621,9 +658,9 @@ func TestConcurrentCallsAreCountedOnce(t *testing.T) {
 }
 
 func TestErrorMessages(t *testing.T) {
-	e := &Error{name: "x", outcome: OutcomeGaveUp, errs: []error{errors.New("a")}}
+	e := &Error{name: "x", outcome: catalog.OutcomeGaveUp, errs: []error{errors.New("a")}}
 	assert.Equal(t, `retry "x": gave up after 1 attempt: a`, e.Error())
-	e = &Error{name: "x", outcome: OutcomeGaveUp, errs: []error{errors.New("a"), errors.New("b")}, cause: context.DeadlineExceeded}
+	e = &Error{name: "x", outcome: catalog.OutcomeGaveUp, errs: []error{errors.New("a"), errors.New("b")}, cause: context.DeadlineExceeded}
 	assert.Equal(t, `retry "x": gave up after 2 attempts: context deadline exceeded (last error: b)`, e.Error())
 	assert.ErrorIs(t, e, context.DeadlineExceeded)
 	assert.Equal(t, "HTTP 503", (&HTTPError{StatusCode: 503}).Error())
@@ -652,7 +689,7 @@ func TestEndpointAndSanitize(t *testing.T) {
 func TestHTTPErrorIsAStatusError(t *testing.T) {
 	var se classify.StatusError = &HTTPError{StatusCode: 404}
 	assert.Equal(t, 404, se.HTTPStatus())
-	assert.Equal(t, classify.Verdict{Class: classify.ClassHTTP4xx}, classify.ClassifyError(fmt.Errorf("x: %w", se), true))
+	assert.Equal(t, classify.Verdict{Class: catalog.ClassHTTP4xx}, classify.ClassifyError(fmt.Errorf("x: %w", se), true))
 	assert.Zero(t, (&HTTPError{StatusCode: 502, Err: errors.New("reset")}).HTTPStatus())
 }
 
@@ -699,8 +736,8 @@ func TestPanicPropagatesAndIsCounted(t *testing.T) {
 	})
 	assert.Equal(t, "boom", recovered, "the panic of the second attempt propagates")
 	s := f.r.Snapshot()
-	assert.Equal(t, []uint64{0, 0, 1, 1, 0}, s.Calls, "each call counted once")
-	assert.Equal(t, uint64(3), s.Errors[classify.ClassIndex(classify.ClassError)])
+	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetryFailedWithoutRetry: 1, catalog.RetryFailedWithRetry: 1}, s.Calls, "each call counted once")
+	assert.Equal(t, uint64(3), s.Errors[catalog.ClassError])
 }
 
 func FuzzSanitizeEndpoint(f *testing.F) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // Retry-After defaults (RA-06, RA-07).
@@ -39,18 +41,18 @@ func (c RetryAfterConfig) validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Min < 0:
-		return fmt.Errorf("RetryAfter.Min = %v: must not be negative", c.Min)
+		return &ConfigError{Field: "RetryAfter.Min", Value: c.Min, Reason: "must not be negative"}
 	case c.Max < c.Min:
-		return fmt.Errorf("RetryAfter.Max = %v: must be at least Min (%v)", c.Max, c.Min)
+		return &ConfigError{Field: "RetryAfter.Max", Value: c.Max, Reason: fmt.Sprintf("must be at least Min (%v)", c.Min)}
 	case math.IsNaN(c.Jitter) || c.Jitter < 0 || c.Jitter > 1:
-		return fmt.Errorf("RetryAfter.Jitter = %v: must be in (0, 1]", c.Jitter)
+		return &ConfigError{Field: "RetryAfter.Jitter", Value: c.Jitter, Reason: "must be in (0, 1]"}
 	}
 	return nil
 }
 
 // Delay turns a parsed Retry-After wait into the delay to use: the wait clamped to [Min, Max],
 // plus a uniform jitter of up to Jitter×wait that never leaves the clamp.
-func (c RetryAfterConfig) Delay(wait time.Duration, rnd Rand) time.Duration {
+func (c RetryAfterConfig) Delay(wait time.Duration, rnd clock.Rand) time.Duration {
 	c = c.withDefaults()
 	w := min(max(wait, c.Min), c.Max)
 	hi := min(float64(w)*(1+c.Jitter), float64(c.Max))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
@@ -25,12 +26,13 @@ func Example() {
 
 	n, err := timeout.Call(context.Background(), to, func(ctx context.Context) (int, error) { return 42, nil })
 	fmt.Println(n, err)
-	fmt.Printf("%+v\n", to.Stats())
+	sn := to.Snapshot()
+	fmt.Println("successful:", sn.Calls[catalog.TimeoutSuccessful], "timed out:", sn.Calls[catalog.TimeoutTimedOut])
 	// Output:
 	// true true
 	// timeout "inventory-api": attempt did not finish within 10ms: context deadline exceeded
 	// 42 <nil>
-	// {Successful:1 Failed:0 TimedOut:1}
+	// successful: 1 timed out: 1
 }
 
 // Start and Finish are the two-step form for compositions that avoid closures.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 // The wall-clock attempt context is created lazily; these tests check that it behaves like
@@ -25,7 +27,7 @@ func TestLazyUnwatchedAttemptPastItsDeadlineIsATimeout(t *testing.T) {
 	<-actx.Done()
 	err = a.Finish(errors.New("slow"))
 	assert.ErrorIs(t, err, ErrTimedOut)
-	assert.Equal(t, Stats{TimedOut: 1}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}}, to.Snapshot())
 
 	// Unwatched and not even asked: Finish still knows the deadline passed.
 	_, a = to.Start(context.Background())
@@ -33,7 +35,7 @@ func TestLazyUnwatchedAttemptPastItsDeadlineIsATimeout(t *testing.T) {
 	for time.Since(start) <= 2*time.Millisecond {
 	}
 	assert.ErrorIs(t, a.Finish(errors.New("slow")), ErrTimedOut)
-	assert.Equal(t, Stats{TimedOut: 2}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 2}}, to.Snapshot())
 }
 
 func TestLazyDerivedContextsAndAfterFunc(t *testing.T) {
@@ -90,7 +92,7 @@ func TestLazyParentEndsTheAttempt(t *testing.T) {
 			a.Release()
 		}
 	})
-	assert.Equal(t, uint64(0), to.Stats().TimedOut)
+	assert.Equal(t, uint64(0), to.Snapshot().Calls[catalog.TimeoutTimedOut])
 }
 
 func TestLazyReleaseEndsTheContext(t *testing.T) {
@@ -118,7 +120,7 @@ func TestRecordKeepsTheContextAliveUntilRelease(t *testing.T) {
 	assert.NoError(t, actx.Err(), "the result is still being read under the attempt's context")
 	a.Release()
 	assert.Equal(t, context.Canceled, actx.Err())
-	assert.Equal(t, Stats{Successful: 1}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutSuccessful: 1}}, to.Snapshot())
 }
 
 func TestLazyValues(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package timeout bounds each attempt of a call with its own deadline (seed notes TO-01, TO-K1).
+// Package timeout bounds each attempt of a call with its own deadline.
 //
 // A [Timeout] runs the attempt under a context whose deadline is Timeout from now (or the
 // caller's deadline, if that is earlier) and counts the outcome:
@@ -7,9 +7,11 @@
 //   - timed_out — the attempt returned an error after the attempt's own deadline fired;
 //   - failed — any other error, including the caller's own deadline or cancellation.
 //
+// The counts are read with [Timeout.Snapshot], indexed by catalog.TimeoutKind.
+//
 // A timed-out attempt's error is a [*TimedOutError]. It satisfies errors.Is(err, [ErrTimedOut])
-// and errors.Is(err, context.DeadlineExceeded), reports Timeout() == true (like net.Error) and
-// FallbackCause() == "timeout", and unwraps to the error the attempt returned — so a classifier
+// and errors.Is(err, context.DeadlineExceeded), reports Timeout() == true (like net.Error) and the
+// fallback cause timeout, and unwraps to the error the attempt returned — so a classifier
 // that looks for deadlines or net timeouts files it as a timeout, and the caller can still tell it
 // from its own deadline with errors.Is(err, ErrTimedOut).
 //
@@ -29,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -37,13 +40,22 @@ import (
 // wall clock, for context.Cause of the attempt's context once its deadline fired).
 var ErrTimedOut = errors.New("attempt timed out")
 
-// Config configures a [Timeout].
+// DefaultTimeout is the time limit of a zero Config.Timeout (resilience4j's default too).
+const DefaultTimeout = time.Second
+
+// Config configures a [Timeout]. The zero Config is a working default: a 1 s limit on the wall
+// clock. A negative Timeout makes [New] return a [*ConfigError] naming the field and its value.
 type Config struct {
-	// Timeout is each attempt's time limit. Required, > 0.
+	// Timeout is each attempt's time limit (default 1 s).
 	Timeout time.Duration
 	// Clock runs the deadline. nil means the wall clock.
 	Clock clock.Clock
 }
+
+// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
+// configuration error, with Primitive "timeout", the timeout's name, the field and the rejected
+// value. Inspect it with errors.As.
+type ConfigError = catalog.ConfigError
 
 // TimedOutError is the error of an attempt whose own deadline fired before it returned.
 type TimedOutError struct {
@@ -72,8 +84,8 @@ func (e *TimedOutError) Is(target error) bool {
 // Timeout reports true, as net.Error does for timeouts.
 func (e *TimedOutError) Timeout() bool { return true }
 
-// FallbackCause returns "timeout", the fallback cause of this error.
-func (e *TimedOutError) FallbackCause() string { return "timeout" }
+// FallbackCause returns catalog.CauseTimeout, the fallback cause of this error.
+func (e *TimedOutError) FallbackCause() (catalog.Cause, bool) { return catalog.CauseTimeout, true }
 
 // Timeout is a named per-attempt time limit. Create it with [New]; it is safe for concurrent use.
 type Timeout struct {
@@ -83,17 +95,21 @@ type Timeout struct {
 	wall     bool           // clock is the wall clock: use a lazyCtx
 	deadline *TimedOutError // the cause of this timeout's attempt contexts; compared by identity
 
-	successful, failed, timedOut atomic.Uint64
+	calls [catalog.NumTimeoutKinds]atomic.Uint64
 }
 
-// New returns a timeout called name. It returns an error naming the field and value when cfg is
-// invalid.
+// New returns a timeout called name, configured by cfg (the zero Config is a working default).
+// An invalid field is a [*ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Timeout, error) {
 	if name == "" {
-		return nil, errors.New("timeout: name must not be empty")
+		return nil, &ConfigError{Primitive: string(catalog.Timeout), Field: "name", Value: "", Reason: "must not be empty"}
 	}
-	if cfg.Timeout <= 0 {
-		return nil, fmt.Errorf("timeout %q: Timeout = %s: must be positive", name, cfg.Timeout)
+	if cfg.Timeout < 0 {
+		return nil, &ConfigError{Primitive: string(catalog.Timeout), Name: name, Field: "Timeout", Value: cfg.Timeout,
+			Reason: fmt.Sprintf("must not be negative (0 means the default, %v)", DefaultTimeout)}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	c := clock.Or(cfg.Clock)
 	_, wall := c.(clock.Real)
@@ -109,8 +125,8 @@ func New(name string, cfg Config) (*Timeout, error) {
 // Name returns the timeout's name.
 func (t *Timeout) Name() string { return t.name }
 
-// Timeout returns the configured per-attempt limit.
-func (t *Timeout) Timeout() time.Duration { return t.limit }
+// Config returns the timeout's configuration with defaults applied.
+func (t *Timeout) Config() Config { return Config{Timeout: t.limit, Clock: t.clock} }
 
 // Attempt is one attempt started with [Timeout.Start]. End it exactly once with [Attempt.Finish]
 // (or [Attempt.Abandon] when the attempt panicked).
@@ -149,13 +165,13 @@ func (a Attempt) Finish(err error) error {
 func (a Attempt) Record(err error) error {
 	switch {
 	case err == nil:
-		a.t.successful.Add(1)
+		a.t.calls[catalog.TimeoutSuccessful].Add(1)
 		return nil
 	case a.fired():
-		a.t.timedOut.Add(1)
+		a.t.calls[catalog.TimeoutTimedOut].Add(1)
 		return &TimedOutError{Name: a.t.name, Limit: a.t.limit, Err: err}
 	default:
-		a.t.failed.Add(1)
+		a.t.calls[catalog.TimeoutFailed].Add(1)
 		return err
 	}
 }
@@ -164,7 +180,7 @@ func (a Attempt) Record(err error) error {
 // the attempt as failed.
 func (a Attempt) Abandon() {
 	a.Release()
-	a.t.failed.Add(1)
+	a.t.calls[catalog.TimeoutFailed].Add(1)
 }
 
 // Release ends the attempt's context (context.Canceled unless it had already ended) and frees
@@ -220,16 +236,21 @@ func Call[T any](ctx context.Context, t *Timeout, fn func(context.Context) (T, e
 	return v, a.Finish(err)
 }
 
-// Stats is a point-in-time reading of a timeout's counters.
-type Stats struct {
-	Successful uint64 // attempts that returned no error
-	Failed     uint64 // attempts that returned an error before their own deadline
-	TimedOut   uint64 // attempts that returned an error after their own deadline fired
+// Snapshot is a point-in-time reading of a timeout's counters.
+type Snapshot struct {
+	// Calls counts attempts by outcome: catalog.TimeoutSuccessful (returned no error),
+	// catalog.TimeoutFailed (returned an error before their own deadline, or panicked) and
+	// catalog.TimeoutTimedOut (returned an error after their own deadline fired).
+	Calls [catalog.NumTimeoutKinds]uint64
 }
 
-// Stats reads the counters now.
-func (t *Timeout) Stats() Stats {
-	return Stats{Successful: t.successful.Load(), Failed: t.failed.Load(), TimedOut: t.timedOut.Load()}
+// Snapshot reads the counters now. It allocates nothing.
+func (t *Timeout) Snapshot() Snapshot {
+	var s Snapshot
+	for i := range t.calls {
+		s.Calls[i] = t.calls[i].Load()
+	}
+	return s
 }
 
 // clockCtx is an attempt context whose deadline runs on a clock.Clock. It behaves like the

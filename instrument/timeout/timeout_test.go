@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -24,24 +25,35 @@ func TestNewValidates(t *testing.T) {
 	tests := []struct {
 		name, tm string
 		cfg      Config
+		field    string
+		value    any
 		want     string
 	}{
-		{"empty name", "", Config{Timeout: time.Second}, "timeout: name must not be empty"},
-		{"zero", "api", Config{}, `timeout "api": Timeout = 0s: must be positive`},
-		{"negative", "api", Config{Timeout: -time.Millisecond}, `timeout "api": Timeout = -1ms: must be positive`},
+		{"empty name", "", Config{Timeout: time.Second}, "name", "", `timeout: name = "": must not be empty`},
+		{"negative", "api", Config{Timeout: -time.Millisecond}, "Timeout", -time.Millisecond, `timeout "api": Timeout = -1ms: must not be negative (0 means the default, 1s)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			to, err := New(tt.tm, tt.cfg)
-			require.Error(t, err)
 			assert.Nil(t, to)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, string(catalog.Timeout), ce.Primitive)
+			assert.Equal(t, tt.tm, ce.Name)
+			assert.Equal(t, tt.field, ce.Field)
+			assert.Equal(t, tt.value, ce.Value)
 			assert.EqualError(t, err, tt.want)
 		})
 	}
 	to, err := New("api", Config{Timeout: 350 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Equal(t, "api", to.Name())
-	assert.Equal(t, 350*time.Millisecond, to.Timeout())
+	assert.Equal(t, 350*time.Millisecond, to.Config().Timeout)
+
+	zero, err := New("api", Config{})
+	require.NoError(t, err, "the zero Config is a working default")
+	assert.Equal(t, DefaultTimeout, zero.Config().Timeout)
+	assert.Equal(t, time.Second, DefaultTimeout)
 }
 
 // waitForDone is an attempt that returns only when its context ends.
@@ -85,11 +97,13 @@ func TestOwnDeadlineOnTheFakeClock(t *testing.T) {
 	var te *TimedOutError
 	require.ErrorAs(t, err, &te)
 	assert.True(t, te.Timeout())
-	assert.Equal(t, "timeout", te.FallbackCause())
+	cause, ok := te.FallbackCause()
+	assert.True(t, ok)
+	assert.Equal(t, catalog.CauseTimeout, cause)
 	assert.Equal(t, context.DeadlineExceeded, te.Unwrap())
 	var rej interface{ Rejected() bool }
 	assert.False(t, errors.As(err, &rej), "a timed-out attempt ran: it is not a rejection")
-	assert.Equal(t, Stats{TimedOut: 1}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}}, to.Snapshot())
 }
 
 func TestOutcomes(t *testing.T) {
@@ -100,18 +114,18 @@ func TestOutcomes(t *testing.T) {
 		attempt   func(ctx context.Context, fake *clock.Fake, cancelParent func()) error
 		wantErr   error // errors.Is; nil for success
 		timedOut  bool
-		wantStats Stats
+		wantStats Snapshot
 	}{
 		{
 			name:      "success",
 			attempt:   func(context.Context, *clock.Fake, func()) error { return nil },
-			wantStats: Stats{Successful: 1},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutSuccessful: 1}},
 		},
 		{
 			name:      "error before the deadline",
 			attempt:   func(context.Context, *clock.Fake, func()) error { return errBoom },
 			wantErr:   errBoom,
-			wantStats: Stats{Failed: 1},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}},
 		},
 		{
 			name: "result after the deadline fired is still a success",
@@ -120,7 +134,7 @@ func TestOutcomes(t *testing.T) {
 				<-ctx.Done()
 				return nil
 			},
-			wantStats: Stats{Successful: 1},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutSuccessful: 1}},
 		},
 		{
 			name: "error after the deadline fired",
@@ -131,7 +145,7 @@ func TestOutcomes(t *testing.T) {
 			},
 			wantErr:   errBoom,
 			timedOut:  true,
-			wantStats: Stats{TimedOut: 1},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}},
 		},
 		{
 			name: "caller cancels during the attempt",
@@ -144,7 +158,7 @@ func TestOutcomes(t *testing.T) {
 				return ctx.Err()
 			},
 			wantErr:   context.Canceled,
-			wantStats: Stats{Failed: 1},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}},
 		},
 		{
 			name: "caller's deadline already passed",
@@ -156,7 +170,7 @@ func TestOutcomes(t *testing.T) {
 				return ctx.Err()
 			},
 			wantErr:   context.DeadlineExceeded,
-			wantStats: Stats{Failed: 1},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}},
 		},
 	}
 	for _, tt := range tests {
@@ -179,7 +193,7 @@ func TestOutcomes(t *testing.T) {
 			if !tt.timedOut && tt.wantErr != nil {
 				assert.True(t, err == tt.wantErr, "errors other than timeouts are returned unchanged, got %v", err)
 			}
-			assert.Equal(t, tt.wantStats, to.Stats())
+			assert.Equal(t, tt.wantStats, to.Snapshot())
 		})
 	}
 }
@@ -196,7 +210,7 @@ func TestOwnDeadlineOnTheWallClock(t *testing.T) {
 	assert.ErrorIs(t, err, ErrTimedOut)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, cause, ErrTimedOut, "the attempt's context names the timeout as its cause")
-	assert.Equal(t, Stats{TimedOut: 1}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}}, to.Snapshot())
 }
 
 func TestCallersDeadlineOnTheWallClockIsNotATimeout(t *testing.T) {
@@ -207,7 +221,7 @@ func TestCallersDeadlineOnTheWallClockIsNotATimeout(t *testing.T) {
 	err = to.Do(parent, waitForDone)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, ErrTimedOut)
-	assert.Equal(t, Stats{Failed: 1}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}}, to.Snapshot())
 }
 
 func TestAttemptContext(t *testing.T) {
@@ -265,7 +279,7 @@ func TestPanicCountsAsFailedAndEndsTheContext(t *testing.T) {
 	assert.PanicsWithValue(t, "boom", func() {
 		_, _ = Call(context.Background(), to, func(context.Context) (int, error) { panic("boom") })
 	})
-	assert.Equal(t, Stats{Failed: 2}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 2}}, to.Snapshot())
 }
 
 func TestCallPassesTheValue(t *testing.T) {
@@ -278,7 +292,7 @@ func TestCallPassesTheValue(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, "ok", v)
-	assert.Equal(t, Stats{Successful: 1}, to.Stats())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutSuccessful: 1}}, to.Snapshot())
 }
 
 func BenchmarkDo(b *testing.B) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -71,15 +72,14 @@ type dependency struct {
 // fallbackCauses are the causes the demo's fallbacks answer: every cause but "error" (a failure
 // the demo does not expect). Stopping the demo cancels the calls in flight, which never counts a
 // fallback of any cause: the fallback does not answer a caller who has gone.
-var fallbackCauses = []fallback.Cause{fallback.CauseCircuitOpen, fallback.CauseBulkheadFull, fallback.CauseTimeout, fallback.CauseRetriesExhausted}
+var fallbackCauses = []catalog.Cause{catalog.CauseCircuitOpen, catalog.CauseBulkheadFull, catalog.CauseTimeout, catalog.CauseRetriesExhausted}
 
 // newDependency builds the transport of the dependency called name, its pipeline configured from
 // p scaled by speed with its timers on clk (nil: the wall clock), and keeps its primitives for
 // the status line.
 func newDependency(reg *instrument.Registry, name, url string, base http.RoundTripper, p Profile, speed float64, clk clock.Clock) (*dependency, error) {
 	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
-	rc := retry.DefaultConfig()
-	rc.Clock = clk
+	rc := retry.Config{Clock: clk}
 	rc.MaxAttempts = p.MaxAttempts
 	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: s(p.BackoffBase), Multiplier: 2, Cap: s(p.Cap)}
 	rc.RetryAfter = retry.RetryAfterConfig{Min: s(retry.DefaultMinRetryAfter), Max: s(retry.DefaultMaxRetryAfter), Jitter: retry.DefaultRetryAfterJitter}
@@ -99,7 +99,7 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 		httpx.WithRegistry(reg),
 		httpx.WithPipeline(cfg),
 		httpx.WithKey(func(*http.Request) string { return name }),
-		httpx.WithFallback(func(req *http.Request, _ fallback.Cause, _ error) (*http.Response, error) {
+		httpx.WithFallback(func(req *http.Request, _ catalog.Cause, _ error) (*http.Response, error) {
 			return &http.Response{
 				StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
 				Body: io.NopCloser(strings.NewReader(degraded)), ContentLength: int64(len(degraded)),

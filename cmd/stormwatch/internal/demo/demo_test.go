@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
@@ -480,11 +480,11 @@ func TestStoppingTheDemoCountsCallsInFlightAsAborted(t *testing.T) {
 					total += n
 				}
 				assert.Equal(t, uint64(rounds), total, "%s: every call counted once", dep)
-				assert.Equal(t, uint64(rounds), rs.Calls[slices.Index(retry.CallKinds, retry.KindAborted)], "%s: as aborted", dep)
+				assert.Equal(t, uint64(rounds), rs.Calls[catalog.RetryAborted], "%s: as aborted", dep)
 				assert.Zero(t, rs.Retries, dep)
-				fb := instrumentFallback(t, reg, dep).Stats()
-				for _, c := range fallback.Causes {
-					assert.Zero(t, fb.ByCause(c), "%s: fallback %s", dep, c)
+				fb := instrumentFallback(t, reg, dep).Snapshot()
+				for _, c := range catalog.Causes {
+					assert.Zero(t, fb.Calls[c], "%s: fallback %s", dep, c)
 				}
 			}
 			assert.Len(t, down.arrived, 0, "no attempt after the stop")

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 // board shows the status lines. On a terminal it keeps them as a block at the bottom, redrawn in
@@ -114,19 +114,18 @@ func (d *dependency) counts() depCounts {
 		calls += c
 	}
 	var fbs uint64
-	st := d.fb.Stats()
-	for _, c := range fallback.Causes {
-		fbs += st.ByCause(c)
+	for _, n := range d.fb.Snapshot().Calls {
+		fbs += n
 	}
-	bs := d.bh.Stats()
+	bs := d.bh.Snapshot()
 	return depCounts{
 		state:        d.br.State().String(),
 		calls:        calls,
 		retries:      rs.Retries,
-		notPermitted: d.br.NotPermitted(),
-		bulkheadFull: bs.Rejected,
+		notPermitted: d.br.Snapshot().NotPermitted,
+		bulkheadFull: bs.Calls[catalog.AdmissionRejected],
 		fallbacks:    fbs,
-		timedOut:     d.to.Stats().TimedOut,
+		timedOut:     d.to.Snapshot().Calls[catalog.TimeoutTimedOut],
 		inFlight:     uint64(bs.InFlight),
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -361,7 +362,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 	if setup == SetupNaive {
 		toPayment.attempts, toPayment.attemptTimeout, toPayment.pause = 3, s(1500*time.Millisecond), s(100*time.Millisecond)
 	} else {
-		rc := retry.DefaultConfig()
+		rc := retry.Config{}
 		rc.MaxAttempts = 2
 		rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: s(2 * time.Second)}
 		rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
@@ -379,7 +380,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 				Timeout:  &timeout.Config{Timeout: s(2 * time.Second)},
 				Fallback: &fallback.Config{On: fallbackCauses},
 			}),
-			httpx.WithFallback(func(req *http.Request, _ fallback.Cause, _ error) (*http.Response, error) {
+			httpx.WithFallback(func(req *http.Request, _ catalog.Cause, _ error) (*http.Response, error) {
 				const pending = "payment pending (check later)\n"
 				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
 					Body: io.NopCloser(strings.NewReader(pending)), ContentLength: int64(len(pending))}, nil

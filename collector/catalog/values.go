@@ -282,6 +282,39 @@ var Causes = [NumCauses]Cause{CauseCircuitOpen, CauseBulkheadFull, CauseTimeout,
 // String returns the cause's label value.
 func (c Cause) String() string { return name(causeNames, int(c), "Cause") }
 
+// The closed-set types encode as their label value in JSON, YAML and text formats (and so in
+// structured logs), never as numbers.
+
+// MarshalText returns the label value.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalText returns the label value.
+func (k CallKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// MarshalText returns the label value.
+func (c TripCause) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// MarshalText returns the label value.
+func (k RetryKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// MarshalText returns the label value.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// MarshalText returns the label value.
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// MarshalText returns the label value.
+func (s DelaySource) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalText returns the label value.
+func (a Admission) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// MarshalText returns the label value.
+func (k TimeoutKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// MarshalText returns the label value.
+func (c Cause) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
 // Names returns the label values of vs, in order: catalog.Names(catalog.States[:]).
 func Names[T interface{ String() string }](vs []T) []string {
 	out := make([]string, len(vs))

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -134,4 +135,13 @@ func TestConfigErrorNamesPrimitiveFieldAndValue(t *testing.T) {
 	assert.Equal(t, `rules: selector = "`+strings.Repeat("é", 60)+`"… (200 bytes): too long`, msg)
 	assert.Equal(t, `registry: name: must not be empty`,
 		(&ConfigError{Primitive: "registry", Field: "name", Reason: "must not be empty"}).Error())
+}
+
+func TestValuesEncodeAsTheirLabelValue(t *testing.T) {
+	b, err := json.Marshal(map[string]any{"state": StateHalfOpen, "class": ClassTimeout, "cause": TripSlowCallRate, "outcome": OutcomeGaveUp})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"state":"half_open","class":"timeout","cause":"slow_call_rate","outcome":"gave_up"}`, string(b))
+	b, err = json.Marshal(ClassNone)
+	require.NoError(t, err)
+	assert.Equal(t, `""`, string(b))
 }

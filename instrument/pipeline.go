@@ -103,8 +103,8 @@ func (c PipelineConfig) validate(name string) error {
 	bad := func(field string, value any, reason string) error {
 		return &ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field, Value: value, Reason: reason}
 	}
-	if name == "" {
-		return bad("name", "", "must not be empty")
+	if err := checkName(pipelinePrimitive, name); err != nil {
+		return err
 	}
 	switch c.Order {
 	case BreakerPerAttempt, BreakerPerCall:

@@ -8,7 +8,8 @@ import (
 )
 
 // bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry.
-// Both admission kinds start at 0; the wait histogram has the catalog's classic WaitBuckets.
+// permitted and rejected start at 0, aborted (a caller cancelled while waiting) appears once it
+// has occurred; the wait histogram has the catalog's classic WaitBuckets.
 type bulkheadPart struct {
 	reg                              *instrument.Registry
 	maxConcurrent, inflight, waiting *prometheus.Desc
@@ -42,6 +43,9 @@ func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(sn.InFlight), name)
 		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(sn.Waiting), name)
 		for _, a := range catalog.Admissions {
+			if a == catalog.AdmissionAborted && sn.Calls[a] == 0 {
+				continue
+			}
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[a]), name, a.String())
 		}
 		ch <- prometheus.MustNewConstHistogram(p.waitDuration, sn.Wait.Count, sn.Wait.Sum,

@@ -7,8 +7,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 
-// timeoutPart exports resilience_timeout_calls_total{name,kind} for every timeout in the registry,
-// every kind from 0.
+// timeoutPart exports resilience_timeout_calls_total{name,kind} for every timeout in the registry:
+// successful, failed and timed_out from 0; aborted (the caller's cancellation, rare and never
+// alerted on) once it has occurred.
 type timeoutPart struct {
 	reg   *instrument.Registry
 	calls *prometheus.Desc
@@ -24,6 +25,9 @@ func (p *timeoutPart) collect(ch chan<- prometheus.Metric) {
 	for _, nt := range p.reg.Timeouts() {
 		sn := nt.Value.Snapshot()
 		for _, k := range catalog.TimeoutKinds {
+			if k == catalog.TimeoutAborted && sn.Calls[k] == 0 {
+				continue
+			}
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[k]), nt.Name, k.String())
 		}
 	}

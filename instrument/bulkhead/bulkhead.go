@@ -8,6 +8,12 @@
 // error for which errors.Is(err, [ErrFull]) holds; it is stormwatch's own rejection, never worth
 // retrying and never a sign of the dependency's health.
 //
+// Every Acquire is counted once, by its admission (catalog.Admission): permitted; rejected — no
+// permit within MaxWait, or before the caller's deadline passed (the saturation cost the caller
+// its deadline); or aborted — the caller cancelled its context while waiting, which is never a
+// rejection nor a failure (the caller left; the bulkhead refused nothing) and emits no
+// Rejection event.
+//
 // Three ways to use it:
 //
 //	err := b.Do(ctx, func(ctx context.Context) error { ... })          // closure
@@ -176,10 +182,11 @@ func (b *Bulkhead) Config() Config {
 // use. On success it returns the function that gives the permit back: call it exactly once, when
 // the guarded work is over (typically with defer). On failure release is a no-op and err is
 //
-//   - a [*FullError] (errors.Is(err, ErrFull)) when no permit became free in time, or
-//   - the context's error, wrapped, when ctx ended while waiting.
+//   - a [*FullError] (errors.Is(err, ErrFull)) when no permit became free in time (rejected), or
+//   - the context's error, wrapped, when ctx ended while waiting: rejected when its deadline
+//     passed, aborted when it was cancelled.
 //
-// Both count as rejected admissions. Acquire does not check ctx when a permit is free at once.
+// Acquire does not check ctx when a permit is free at once.
 func (b *Bulkhead) Acquire(ctx context.Context) (release func(), err error) {
 	for s := b.state.Load(); s < b.max; s = b.state.Load() {
 		if b.state.CompareAndSwap(s, s+1) {
@@ -307,14 +314,18 @@ func (b *Bulkhead) reject(waited time.Duration) error {
 	return b.full
 }
 
-// abandon counts a caller whose context ended before it got a permit as rejected and returns the
-// context's error, wrapped.
+// abandon counts a caller whose context ended before it got a permit — aborted when the caller
+// cancelled, rejected when its deadline passed — and returns the context's error, wrapped.
 func (b *Bulkhead) abandon(ctx context.Context, waited time.Duration) error {
 	if waited >= 0 {
 		b.waited.Observe(waited)
 	}
-	b.calls[catalog.AdmissionRejected].Add(1)
-	b.emitRejection()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		b.calls[catalog.AdmissionAborted].Add(1)
+	} else {
+		b.calls[catalog.AdmissionRejected].Add(1)
+		b.emitRejection()
+	}
 	return fmt.Errorf("bulkhead %q: gave up waiting for a permit: %w", b.name, context.Cause(ctx))
 }
 
@@ -356,11 +367,12 @@ type Snapshot struct {
 	MaxConcurrent int // configured permits
 	InFlight      int // permits in use
 	Waiting       int // callers queued for a permit
-	// Calls counts admission decisions since creation, indexed by catalog.AdmissionPermitted and
-	// catalog.AdmissionRejected (full, or the caller's context ended while waiting).
+	// Calls counts admissions since creation, indexed by catalog.Admission: permitted, rejected
+	// (full, or the caller's deadline passed while waiting) and aborted (the caller cancelled
+	// while waiting).
 	Calls [catalog.NumAdmissions]uint64
-	// Wait is the distribution of the time admission decisions took: one observation per
-	// permitted or rejected call, 0 (the zero bucket) for those decided at once. Its Count
+	// Wait is the distribution of the time admissions took: one observation per call, 0 (the
+	// zero bucket) for those decided at once. Its Count
 	// therefore tends to the sum of Calls (both are read separately, so a reading taken during
 	// calls may differ by the calls in progress).
 	Wait histogram.Snapshot

@@ -68,7 +68,9 @@ type PipelineConfig struct {
 	// Breaker configures the circuit breaker. A nil Classify gets [BreakerOutcome], which counts
 	// failures as package classify does: 4xx responses are not failures; business errors,
 	// stormwatch's rejections and the caller's cancellation are ignored. A Classify of your own
-	// decides the other errors: the pipeline ignores those three whatever it says.
+	// decides the other errors: the pipeline ignores those three whatever it says. (This applies
+	// to the breaker the pipeline creates; a breaker that already exists under the name keeps
+	// its own classifier.)
 	Breaker *breaker.Config
 	// Bulkhead configures the concurrency limit of attempts.
 	Bulkhead *bulkhead.Config

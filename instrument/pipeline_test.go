@@ -252,6 +252,54 @@ func TestPipelineNeverRetriesTheBulkheadsRejection(t *testing.T) {
 	assert.Equal(t, []string{"rejected:bulkhead", "breaker:ignored", "fallback:bulkhead_full"}, tr.get())
 }
 
+func TestPipelineBulkheadWaitNeverCountsForTheBreaker(t *testing.T) {
+	// The call never ran, whichever way the wait for a permit ended: the breaker counts it as
+	// ignored, never as a failure — a saturated bulkhead must not trip it.
+	ends := []struct {
+		name string
+		end  func(ctx *deadlineCtx, cancel func())
+		want error
+	}{
+		{"the caller's deadline passes", func(ctx *deadlineCtx, _ func()) { ctx.expire() }, context.DeadlineExceeded},
+		{"the caller cancels", func(_ *deadlineCtx, cancel func()) { cancel() }, context.Canceled},
+	}
+	for _, order := range []Order{BreakerPerAttempt, BreakerPerCall} {
+		for _, e := range ends {
+			t.Run(order.String()+"/"+e.name, func(t *testing.T) {
+				fake := clock.NewFake(time.Now())
+				reg, err := NewRegistry()
+				require.NoError(t, err)
+				p, err := reg.Pipeline("api", PipelineConfig{Order: order,
+					Retry:    &retry.Config{Clock: fake, Budget: retry.BudgetConfig{Disabled: true}},
+					Breaker:  &breaker.Config{Clock: fake, Window: breaker.ConsecutiveFailures, WindowSize: 1},
+					Bulkhead: &bulkhead.Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake}})
+				require.NoError(t, err)
+				release, err := p.Bulkhead().Acquire(context.Background())
+				require.NoError(t, err)
+				defer release()
+
+				dl := newDeadlineCtx(time.Now().Add(time.Hour))
+				ctx, cancel := context.WithCancel(dl)
+				defer cancel()
+				errc := make(chan error, 1)
+				go func() { errc <- p.Do(ctx, func(context.Context) error { return nil }) }()
+				require.True(t, fake.WaitForTimers(1, nil), "waiting for a permit")
+				e.end(dl, cancel)
+				select {
+				case err = <-errc:
+				case <-time.After(guard):
+					t.Fatal("the call never ended")
+				}
+				require.ErrorIs(t, err, e.want)
+				bs := p.Breaker().Snapshot()
+				assert.Equal(t, uint64(0), bs.Calls[catalog.CallFailed], "not a breaker failure")
+				assert.Equal(t, uint64(1), bs.Calls[catalog.CallIgnored])
+				assert.Equal(t, catalog.StateClosed, p.Breaker().State())
+			})
+		}
+	}
+}
+
 func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 	t.Run("retry MaxDuration on the fake clock", func(t *testing.T) {
 		fake := clock.NewFake(time.Now())

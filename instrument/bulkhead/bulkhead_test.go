@@ -367,8 +367,18 @@ func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
 			cancel()
 			err = <-errc
 			require.ErrorIs(t, err, tt.want)
-			assert.NotErrorIs(t, err, ErrFull)
-			assert.Contains(t, err.Error(), `bulkhead "dep": gave up waiting for a permit`)
+			var rej interface{ Rejected() bool }
+			if tt.kind == catalog.AdmissionRejected {
+				// Refused without running, like a MaxWait expiry: stormwatch's own rejection.
+				assert.ErrorIs(t, err, ErrFull)
+				require.ErrorAs(t, err, &rej)
+				assert.True(t, rej.Rejected())
+				assert.EqualError(t, err, `bulkhead "dep" full: 1 calls in flight, no permit before the caller's deadline: context deadline exceeded`)
+			} else {
+				assert.NotErrorIs(t, err, ErrFull)
+				assert.False(t, errors.As(err, &rej), "a cancellation is not a rejection")
+				assert.Contains(t, err.Error(), `bulkhead "dep": gave up waiting for a permit`)
+			}
 			assert.Equal(t, 0, fake.Timers(), "the MaxWait timer is stopped")
 
 			st := b.Snapshot()

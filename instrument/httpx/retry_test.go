@@ -418,6 +418,8 @@ func TestSanitizeEndpoint(t *testing.T) {
 		"//user:pass@h:8080/a":                "//h:8080/a",
 		"123 https://user:pass@h/x":           "123 https://h/x", // the first word is not a method
 		"call-orders user:pass@h/x":           "call-orders h/x",
+		"db-query //user:pass@h/x":            "db-query //h/x",
+		"GET /x user:pass@h":                  "GET /x h",
 		"GET http://h/ http://user:pass@h2/y": "GET http://h/ http://h2/y",
 		"GET h/proxy/http://user:pass@in/x":   "GET h/proxy/http://in/x",
 		"GET https://user:pa?ss@host/x":       "GET https://",

@@ -82,12 +82,12 @@ func (c *call[T]) begin(ctx context.Context, r *Retry, h Hooks[T]) {
 // counted and remembered.
 func (c *call[T]) try(fn func(context.Context) (T, error)) bool {
 	c.attempt++
+	if c.f != nil {
+		c.f.dropped = false // v is the new attempt's
+	}
 	c.v, c.err = c.run(fn)
 	if c.h.Check != nil {
 		c.err = c.h.Check(c.v, c.err)
-	}
-	if c.f != nil {
-		c.f.dropped = false
 	}
 	if c.err == nil {
 		return true

@@ -20,6 +20,8 @@ func TestEndpoint(t *testing.T) {
 		// The first word is not a method.
 		{"123 https://user:pass@h/x", "123 https://h/x"},
 		{"call user:pass@h/x", "call h/x"},
+		{"db-query //user:pass@h/x", "db-query //h/x"},
+		{"GET /x user:pass@h", "GET /x h"},
 		{"GET http://h/ http://user:pass@h2/", "GET http://h/ http://h2/"},
 		{"GET\tuser:pass@h/x", "GET\th/x"},
 		// A URL inside a path.

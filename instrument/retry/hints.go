@@ -54,11 +54,7 @@ func (r *Retry) classify(err error) attemptInfo {
 	if h, ok := findHint[IdempotentHint](err); ok {
 		idempotent = h.Idempotent()
 	}
-	if r.cfg.Classify != nil {
-		info.verdict = r.cfg.Classify(err, idempotent)
-	} else {
-		info.verdict = classify.ClassifyError(err, idempotent)
-	}
+	info.verdict = r.verdict(err, idempotent)
 	if h, ok := findHint[classify.StatusError](err); ok {
 		info.status = h.HTTPStatus()
 	}
@@ -74,6 +70,38 @@ func (r *Retry) classify(err error) attemptInfo {
 		info.verdict.Retryable, info.never = false, true
 	}
 	return info
+}
+
+// verdict classifies err with Config.Classify, else as classify.ClassifyError does. A bare status
+// error — an HTTP response that failed, wrapping nothing — has the verdict of its status alone
+// (classify.Status), which is what ClassifyError gives it too, without searching a chain there is
+// not: failures are the retry's busy path when a dependency is down.
+func (r *Retry) verdict(err error, idempotent bool) classify.Verdict {
+	if r.cfg.Classify != nil {
+		return r.cfg.Classify(err, idempotent)
+	}
+	if se, ok := err.(classify.StatusError); ok && se.HTTPStatus() >= 400 && bare(err) {
+		return classify.Status(se.HTTPStatus(), idempotent)
+	}
+	return classify.ClassifyError(err, idempotent)
+}
+
+// bare reports whether errors.Is and errors.As see err alone: it wraps nothing and has no Is or
+// As method.
+func bare(err error) bool {
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		if e.Unwrap() != nil {
+			return false
+		}
+	case interface{ Unwrap() []error }:
+		if len(e.Unwrap()) > 0 {
+			return false
+		}
+	}
+	_, is := err.(interface{ Is(error) bool })
+	_, as := err.(interface{ As(any) bool })
+	return !is && !as
 }
 
 // rejected reports whether err is one of stormwatch's own rejections (classify.Rejection).

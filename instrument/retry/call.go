@@ -78,14 +78,22 @@ func (c *call[T]) begin(ctx context.Context, r *Retry, h Hooks[T]) {
 	}
 }
 
-// try runs the next attempt of fn and reports whether it succeeded. A failure is classified,
-// counted and remembered.
+// try runs the next attempt of fn, under AttemptTimeout when set, and reports whether it
+// succeeded. A failure is classified, counted and remembered.
 func (c *call[T]) try(fn func(context.Context) (T, error)) bool {
 	c.attempt++
 	if c.f != nil {
 		c.f.dropped = false // v is the new attempt's
 	}
-	c.v, c.err = c.run(fn)
+	if c.r.cfg.AttemptTimeout <= 0 {
+		c.v, c.err = fn(c.ctx)
+	} else {
+		// The attempt context's cancel function stays in c: the returned value may still need
+		// the context.
+		actx, cancel := context.WithTimeout(c.ctx, c.r.cfg.AttemptTimeout)
+		c.attemptCancel = cancel
+		c.v, c.err = fn(actx)
+	}
 	if c.h.Check != nil {
 		c.err = c.h.Check(c.v, c.err)
 	}
@@ -105,17 +113,6 @@ func (c *call[T]) try(fn func(context.Context) (T, error)) bool {
 		c.start = f.now
 	}
 	return false
-}
-
-// run calls fn under AttemptTimeout when set. The attempt context's cancel function stays in c:
-// the returned value may still need the context.
-func (c *call[T]) run(fn func(context.Context) (T, error)) (T, error) {
-	if c.r.cfg.AttemptTimeout <= 0 {
-		return fn(c.ctx)
-	}
-	actx, cancel := context.WithTimeout(c.ctx, c.r.cfg.AttemptTimeout)
-	c.attemptCancel = cancel
-	return fn(actx)
 }
 
 // decide, after a failed attempt, ends the call or sets the delay before the next attempt.
@@ -220,6 +217,9 @@ func (c *call[T]) succeed() (T, error) {
 		}
 	}
 	c.done = true
+	if c.h.Bind == nil { // the common case, without a call
+		return c.v, nil
+	}
 	return c.bind(), nil
 }
 
@@ -235,7 +235,10 @@ func (c *call[T]) end(e ending) (T, error) {
 		c.r.calls[catalog.RetryFailedWithRetry].Add(1)
 	}
 	c.done = true
-	v := c.bind()
+	var v T
+	if !c.f.dropped {
+		v = c.bind()
+	}
 	if c.listening && e.report {
 		c.emit(e.outcome, 0, 0)
 	}
@@ -271,10 +274,6 @@ func (c *call[T]) settle() {
 // bind hands the value CallWith returns to Hooks.Bind together with the cancel functions of its
 // contexts, so that the value (a response body) stays usable until it is released.
 func (c *call[T]) bind() T {
-	if c.f != nil && c.f.dropped {
-		var zero T
-		return zero
-	}
 	if c.h.Bind == nil || (c.attemptCancel == nil && c.totalCancel == nil) {
 		return c.v
 	}

@@ -350,10 +350,10 @@ type Hooks[T any] struct {
 	// string or credentials.
 	Endpoint string
 	// Check maps an attempt's value and error to the error every layer sees; nil means success.
-	// For HTTP, retry.HTTPResult.
+	// For HTTP, httpx.Result.
 	Check func(v T, err error) error
 	// Discard releases the value of an attempt that is dropped: one the retry repeats, or the
-	// last one when the fallback replaces it. For HTTP, retry.DiscardResponse.
+	// last one when the fallback replaces it. For HTTP, httpx.DiscardResponse.
 	Discard func(v T)
 	// Status returns the HTTP status of a successful value, for the retry's "succeeded" event.
 	Status func(v T) int

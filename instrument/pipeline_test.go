@@ -617,8 +617,16 @@ func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	assert.Equal(t, 7, v)
 }
 
+// statusError reports an HTTP status, as httpx.Error does (classify.StatusError), for an
+// idempotent request (retry.IdempotentHint).
+type statusError int
+
+func (e statusError) Error() string    { return fmt.Sprintf("HTTP %d", int(e)) }
+func (e statusError) HTTPStatus() int  { return int(e) }
+func (e statusError) Idempotent() bool { return true }
+
 func TestBreakerOutcome(t *testing.T) {
-	status := func(code int) error { return &retry.HTTPError{StatusCode: code, Idempotent: true} }
+	status := func(code int) error { return statusError(code) }
 	tests := []struct {
 		name string
 		err  error
@@ -726,7 +734,7 @@ func TestPipelineFourXXNeverTripsTheBreaker(t *testing.T) {
 	p, err := reg.Pipeline("api", PipelineConfig{Breaker: &breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 2}})
 	require.NoError(t, err)
 	for range 10 {
-		err := p.Do(context.Background(), func(context.Context) error { return &retry.HTTPError{StatusCode: 404} })
+		err := p.Do(context.Background(), func(context.Context) error { return statusError(404) })
 		require.Error(t, err)
 	}
 	assert.Equal(t, catalog.StateClosed, p.Breaker().State())

@@ -84,7 +84,7 @@ type Rejection interface {
 	Rejected() bool
 }
 
-// StatusError is implemented by errors that report a failed HTTP response (retry.HTTPError does),
+// StatusError is implemented by errors that report a failed HTTP response (httpx.Error does),
 // so that code which only sees errors — a circuit breaker, a pipeline — classifies them by status:
 // [ClassifyError] gives such an error the verdict of [Status] for its code. HTTPStatus returns 0
 // when there was no response.

@@ -292,7 +292,9 @@ func (t *Transport) Pipeline(key string) (*instrument.Pipeline, error) {
 	if p, ok := t.pipelines.Load(key); ok {
 		return p.(*instrument.Pipeline), nil
 	}
-	p, err := t.reg.Pipeline(key, t.cfg)
+	// Keys come from traffic (host names, user key functions): sanitise them into valid names
+	// rather than fail the request; the cache stays keyed by the raw key.
+	p, err := t.reg.Pipeline(instrument.SanitizeName(key), t.cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -691,4 +692,24 @@ func TestPOSTIsRetriedWhenItNeverLeft(t *testing.T) {
 	require.ErrorAs(t, err, &rerr)
 	assert.Len(t, rerr.Attempts(), 3)
 	assert.Equal(t, int64(3), track.dials.Load())
+}
+
+// Keys come from traffic: one that is not a valid label value (invalid UTF-8, a control
+// character) must not fail the request, and must not reach the registry as it is.
+func TestKeysFromTrafficAreSanitised(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	tr, err := NewTransport(http.DefaultTransport, WithRegistry(reg),
+		WithPipeline(instrument.PipelineConfig{Breaker: &breaker.Config{}}),
+		WithKey(func(*http.Request) string { return "bad\xffname\x01" }))
+	require.NoError(t, err)
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	require.NoError(t, err, "a hostile key never fails the request")
+	require.NoError(t, resp.Body.Close())
+	bs := reg.Breakers()
+	require.Len(t, bs, 1)
+	assert.Equal(t, instrument.SanitizeName("bad\xffname\x01"), bs[0].Name)
+	assert.True(t, utf8.ValidString(bs[0].Name))
 }

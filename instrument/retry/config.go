@@ -48,7 +48,8 @@ type Config struct {
 	// RetryIf, when set, decides whether a failed attempt may be retried, given its error and
 	// verdict (return v.Retryable to keep the default). It cannot override the rules that never
 	// retry: the caller's cancellation, stormwatch's rejections, an error carrying the
-	// do-not-retry signal ([DoNotRetryHint]), exhausted attempts, the deadline and the budget.
+	// do-not-retry signal ([DoNotRetryHint]), a business error (classify.Business), exhausted
+	// attempts, the deadline and the budget.
 	RetryIf func(err error, v classify.Verdict) bool
 	// Budget configures the retry budget (on by default).
 	Budget BudgetConfig

@@ -46,7 +46,8 @@ type attemptInfo struct {
 }
 
 // classify classifies a failed attempt's error with the hints it carries. The rules that never
-// retry — the caller's cancellation, stormwatch's rejections, the do-not-retry signal — hold
+// retry — the caller's cancellation, stormwatch's rejections, the do-not-retry signal, a business
+// error (classify.Business) — hold
 // whatever Config.Classify says.
 func (r *Retry) classify(err error) attemptInfo {
 	var info attemptInfo
@@ -67,6 +68,9 @@ func (r *Retry) classify(err error) attemptInfo {
 		info.verdict.Class = catalog.ClassError
 	}
 	if h, ok := findHint[DoNotRetryHint](err); ok && h.DoNotRetry() {
+		info.verdict.Retryable, info.never = false, true
+	}
+	if classify.IsBusiness(err) { // a business error is an answer, never worth repeating
 		info.verdict.Retryable, info.never = false, true
 	}
 	return info

@@ -434,6 +434,18 @@ func TestRetryIf(t *testing.T) {
 	assert.Equal(t, 1, calls)
 }
 
+func TestRetryIfCannotRetryABusinessError(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.RetryIf = func(error, classify.Verdict) bool { return true }
+	})
+	calls := 0
+	business := classify.Business(errors.New("insufficient funds"))
+	err := f.do(context.Background(), func(context.Context) error { calls++; return business })
+	assert.Equal(t, 1, calls, "a business error is an answer: never repeated, whatever RetryIf says")
+	assert.ErrorIs(t, err, business)
+	assert.Zero(t, f.r.Snapshot().Retries)
+}
+
 func TestCancelDuringBackoffAbortsTheWait(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Backoff = Backoff{Strategy: Constant, Base: 10 * time.Second} })
 	ctx, cancel := context.WithCancel(context.Background())

@@ -30,8 +30,9 @@ type Classifier func(err error) Outcome
 //   - errors marked with [Ignore] or classify.Business, the caller's cancellation, and
 //     stormwatch's own rejections (an open breaker, a full bulkhead) are ignored: they say
 //     nothing about the dependency;
-//   - an HTTP error status that is not a breaker failure (4xx other than 408 and 429, 501, 505)
-//     is a success: the dependency answered;
+//   - an HTTP error status that is not a breaker failure (4xx other than 408 and 429, 501, 505),
+//     and an error carrying its own verdict (classify.VerdictError, such as a gRPC NOT_FOUND)
+//     that is not a breaker failure, is a success: the dependency answered;
 //   - everything else — 5xx, 408, 429, timeouts (context.DeadlineExceeded), connection and TLS
 //     failures, any other error — is a failure.
 func DefaultClassify(err error) Outcome {
@@ -46,8 +47,9 @@ func DefaultClassify(err error) Outcome {
 		return OutcomeFailure
 	}
 	var se classify.StatusError
-	if v.Class != catalog.ClassRejected && v.Class != catalog.ClassCanceled &&
-		errors.As(err, &se) && se.HTTPStatus() >= 400 {
+	var ve classify.VerdictError
+	if v.Class != catalog.ClassRejected && v.Class != catalog.ClassCanceled && !classify.IsBusiness(err) &&
+		((errors.As(err, &se) && se.HTTPStatus() >= 400) || errors.As(err, &ve)) {
 		return OutcomeSuccess
 	}
 	return OutcomeIgnored

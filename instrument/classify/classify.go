@@ -93,6 +93,20 @@ type StatusError interface {
 	HTTPStatus() int
 }
 
+// VerdictError is implemented by errors that carry their own verdict: the error of a protocol
+// adapter that knows what its failures mean (package grpcx's error for a gRPC status code).
+// Verdict returns the classification of the failed call for an operation that is, or is not,
+// idempotent. [ClassifyError] honours it — so the retry, a circuit breaker's default classifier
+// and a pipeline give such an error one verdict without a Classify option per layer — after the
+// rules that hold for every error (the caller's cancellation, [Business], stormwatch's
+// rejections) and before every other rule; [Permanent] still stops it from being retried. A
+// zero Verdict says the error is not a failure; a class outside the closed set catalog.Classes
+// is reported as catalog.ClassError.
+type VerdictError interface {
+	error
+	Verdict(idempotent bool) Verdict
+}
+
 // IsIdempotent reports whether req may be sent more than once without changing the outcome:
 // GET, HEAD, OPTIONS, PUT and DELETE are idempotent; POST and PATCH only when the request carries
 // an Idempotency-Key header (the server then returns the first result for a repeated key). Other
@@ -164,6 +178,7 @@ func Status(code int, idempotent bool) Verdict {
 //   - the caller's cancellation (context.Canceled): canceled, never retried, not a breaker failure;
 //   - errors marked with [Business]: class error, not retried, not a breaker failure;
 //   - stormwatch's own rejections ([Rejection]): rejected, never retried, not a breaker failure;
+//   - errors that carry their own verdict ([VerdictError]): that verdict;
 //   - errors that report an HTTP status ([StatusError]): as [Status];
 //   - TLS certificate errors (x509 and tls.CertificateVerificationError): tls_cert, not retried;
 //   - a timeout after the request may have been sent (context.DeadlineExceeded,
@@ -194,8 +209,14 @@ func ClassifyError(err error, idempotent bool) Verdict {
 		return Verdict{Class: catalog.ClassRejected}
 	}
 	var v Verdict
+	var ve VerdictError
 	var se StatusError
-	if errors.As(err, &se) && se.HTTPStatus() >= 400 {
+	if errors.As(err, &ve) {
+		v = ve.Verdict(idempotent)
+		if v.Class != catalog.ClassNone && !v.Class.Valid() {
+			v.Class = catalog.ClassError
+		}
+	} else if errors.As(err, &se) && se.HTTPStatus() >= 400 {
 		v = Status(se.HTTPStatus(), idempotent)
 	} else {
 		v = transport(err, idempotent)

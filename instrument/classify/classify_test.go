@@ -304,6 +304,15 @@ type statusErr int
 func (e statusErr) Error() string   { return fmt.Sprintf("HTTP %d", int(e)) }
 func (e statusErr) HTTPStatus() int { return int(e) }
 
+// verdictErr carries its own verdict, as a protocol adapter's error does; the verdict depends on
+// the operation's idempotency, like a gRPC DEADLINE_EXCEEDED.
+type verdictErr struct{ class catalog.Class }
+
+func (e verdictErr) Error() string { return "rpc: " + e.class.String() }
+func (e verdictErr) Verdict(idempotent bool) Verdict {
+	return Verdict{Retryable: idempotent, BreakerFailure: true, Class: e.class}
+}
+
 type notRejection struct{}
 
 func (notRejection) Error() string  { return "looks like a rejection" }
@@ -338,6 +347,15 @@ func TestErrorTable(t *testing.T) {
 		{"status error 503", statusErr(503), false, Verdict{true, true, catalog.ClassHTTP5xx}},
 		{"status error 504 not idempotent", statusErr(504), false, Verdict{false, true, catalog.ClassHTTP5xx}},
 		{"status error without a status", statusErr(0), false, Verdict{true, true, catalog.ClassError}},
+		{"own verdict, idempotent", fmt.Errorf("call: %w", verdictErr{catalog.ClassGRPCDeadline}), true, Verdict{true, true, catalog.ClassGRPCDeadline}},
+		{"own verdict, not idempotent", verdictErr{catalog.ClassGRPCDeadline}, false, Verdict{false, true, catalog.ClassGRPCDeadline}},
+		{"own verdict wins over a timeout around it", fmt.Errorf("attempt: %w", errors.Join(context.DeadlineExceeded, verdictErr{catalog.ClassGRPCUnavailable})), true, Verdict{true, true, catalog.ClassGRPCUnavailable}},
+		{"own verdict wins over a status", errors.Join(statusErr(404), verdictErr{catalog.ClassGRPCUnavailable}), true, Verdict{true, true, catalog.ClassGRPCUnavailable}},
+		{"own verdict outside the closed set", verdictErr{catalog.NumClasses + 3}, true, Verdict{true, true, catalog.ClassError}},
+		{"own verdict, permanent", Permanent(verdictErr{catalog.ClassGRPCUnavailable}), true, Verdict{false, true, catalog.ClassGRPCUnavailable}},
+		{"own verdict, cancelled by the caller", errors.Join(verdictErr{catalog.ClassGRPCUnavailable}, context.Canceled), true, Verdict{Class: catalog.ClassCanceled}},
+		{"own verdict, business", Business(verdictErr{catalog.ClassGRPCUnavailable}), true, Verdict{Class: catalog.ClassError}},
+		{"own verdict, rejection first", errors.Join(verdictErr{catalog.ClassGRPCUnavailable}, &fakeRejection{"p"}), true, Verdict{Class: catalog.ClassRejected}},
 		{"remote tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true, Verdict{true, true, catalog.ClassTLS}},
 	}
 	for _, c := range cases {

@@ -77,24 +77,24 @@ func (e *rpcError) RetryAfter(time.Time) (time.Duration, bool) {
 // own retries are exhausted.
 func (e *rpcError) DoNotRetry() bool { return e.hasPushback && e.pushback < 0 }
 
+// Verdict makes rpcError a classify.VerdictError: the adapter maps its protocol's codes to
+// failure classes, and every layer that classifies errors (the retry, a circuit breaker) uses
+// the verdict.
+func (e *rpcError) Verdict(idempotent bool) classify.Verdict {
+	if e.code == "UNAVAILABLE" {
+		return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassGRPCUnavailable}
+	}
+	return classify.Verdict{Class: catalog.ClassGRPCPermanent}
+}
+
 // A protocol adapter talks to the retry through its errors: the pushback sets the delay (delay
-// source retry_after), a negative one stops the retries, and Config.Classify maps the protocol's
-// codes to failure classes.
+// source retry_after), a negative one stops the retries, and the error's own verdict maps the
+// protocol's codes to failure classes.
 func Example_protocolAdapter() {
 	cfg := retry.Config{MaxAttempts: 5}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Constant, Base: time.Millisecond}
 	cfg.RetryAfter = retry.RetryAfterConfig{Min: time.Millisecond, Max: 10 * time.Millisecond}
 	cfg.Budget.Disabled = true
-	cfg.Classify = func(err error, idempotent bool) classify.Verdict {
-		var e *rpcError
-		switch {
-		case !errors.As(err, &e):
-			return classify.ClassifyError(err, idempotent)
-		case e.code == "UNAVAILABLE":
-			return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassGRPCUnavailable}
-		}
-		return classify.Verdict{Class: catalog.ClassGRPCPermanent}
-	}
 	cfg.Events = new(events.Hub)
 	cfg.Events.Retries.Add(func(e events.Retry) {
 		if e.HasDelay() {

@@ -53,12 +53,17 @@
 //   - classify.StatusError: HTTPStatus() int — the response's HTTP status, which the classifier
 //     classifies (classify.Status) and the events report (events.Retry.HTTPStatus, the retry
 //     log's http_status). Errors of other protocols leave it out: their class says what failed.
+//   - classify.VerdictError: Verdict(idempotent) classify.Verdict — the attempt's classification,
+//     decided by the adapter that knows its protocol's codes (package grpcx's error does this for
+//     gRPC status codes). The default classifier (classify.ClassifyError) returns it, and so do a
+//     circuit breaker's and a pipeline's, so one error carries one verdict to every layer
+//     without a Classify option per layer.
 //
 // The rest stays in the adapter: parsing headers or metadata, naming the operation for events
 // and logs (Hooks.Endpoint — never a query string or credentials), releasing the values of
 // dropped attempts (Hooks.Discard) and keeping the returned one usable (Hooks.Bind). Package
-// httpx is the reference: its Error implements the four interfaces and its RetryHooks fills in
-// the Hooks; see the adapter example.
+// httpx is the reference: its Error implements the first four interfaces and its RetryHooks
+// fills in the Hooks; see the adapter example.
 //
 // # Values, hooks and contexts
 //

@@ -57,10 +57,13 @@ const (
 	// bulkhead, timeout, fallback, the retry's counts), which sees the outcome of gRPC's last
 	// attempt. Costs nothing on successful calls: the channel is consulted after a failure.
 	YieldToRetryPolicy RetryPolicyGuard = iota
-	// RefuseRetryPolicy fails every call of a method that has a retry policy, before sending it,
+	// RefuseRetryPolicy fails the calls of a method that has a retry policy, before sending them,
 	// with FAILED_PRECONDITION and an error matching [ErrRetryPolicy]: for teams that want one
 	// retry layer and a loud failure when a service config brings a second. It consults the
-	// channel's service config on every call.
+	// channel's service config on every call. A channel knows its service config once it has
+	// resolved its target, which a new channel (grpc.NewClient connects lazily) does during its
+	// first call: the calls made before that are not refused, and the rule of
+	// YieldToRetryPolicy keeps their attempts from multiplying.
 	RefuseRetryPolicy
 )
 

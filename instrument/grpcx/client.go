@@ -75,10 +75,10 @@ type retryPolicyError struct{ method string }
 func (e *retryPolicyError) Error() string        { return ErrRetryPolicy.Error() + ": " + e.method }
 func (e *retryPolicyError) Is(target error) bool { return target == ErrRetryPolicy }
 
-// FallbackFunc answers a unary call that failed for a cause the pipeline's fallback handles (see
-// [WithFallback]): it fills in reply (the call's response message) and returns nil, or returns
-// an error of its own, which the caller receives.
-type FallbackFunc func(ctx context.Context, method string, req, reply any, cause catalog.Cause, err error) error
+// FallbackFunc answers a unary call on cc that failed for a cause the pipeline's fallback
+// handles (see [WithFallback]): it fills in reply (the call's response message) and returns nil,
+// or returns an error of its own, which the caller receives.
+type FallbackFunc func(ctx context.Context, cc *grpc.ClientConn, method string, req, reply any, cause catalog.Cause, err error) error
 
 // Option configures an [Interceptor].
 type Option func(*Interceptor) error
@@ -343,7 +343,7 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 				if report != nil {
 					*report = FallbackInfo{Used: true, Cause: cause}
 				}
-				return struct{}{}, ic.fallback(fctx, method, req, reply, cause, err)
+				return struct{}{}, ic.fallback(fctx, cc, method, req, reply, cause, err)
 			}
 		}
 		_, fromFallback, err := instrument.ExecuteWith(ctx, t.p, u.attempt, h, fb)

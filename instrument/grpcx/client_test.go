@@ -311,7 +311,7 @@ func TestCallerCancellationIsNeverCounted(t *testing.T) {
 			addr := serve(t, srv)
 			var fallbacks atomic.Int64
 			ic := newInterceptor(t, grpcx.WithPipeline(cfg), grpcx.WithIdempotent(unaryMethod),
-				grpcx.WithFallback(func(context.Context, string, any, any, catalog.Cause, error) error {
+				grpcx.WithFallback(func(context.Context, *grpc.ClientConn, string, any, any, catalog.Cause, error) error {
 					fallbacks.Add(1)
 					return nil
 				}))
@@ -386,7 +386,7 @@ func TestFallbackAnswersUnaryCalls(t *testing.T) {
 	cfg := pipeline(nil)
 	cfg.Fallback = &fallback.Config{On: []catalog.Cause{catalog.CauseRetriesExhausted, catalog.CauseCircuitOpen}}
 	ic := newInterceptor(t, grpcx.WithPipeline(cfg),
-		grpcx.WithFallback(func(_ context.Context, method string, _, reply any, cause catalog.Cause, err error) error {
+		grpcx.WithFallback(func(_ context.Context, _ *grpc.ClientConn, method string, _, reply any, cause catalog.Cause, err error) error {
 			reply.(*testgrpc.SimpleResponse).Payload = payload("cached " + method)
 			return nil
 		}))

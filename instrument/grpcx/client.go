@@ -324,7 +324,7 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 			return err
 		}
 		u := &unaryCall{ic: ic, t: t, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker}
-		u.opts = append(opts[:len(opts):len(opts)], grpc.Trailer(&u.trailer))
+		u.opts = append(append(u.optBuf[:0], opts...), grpc.Trailer(&u.trailer)) // never the caller's array
 		var report *FallbackInfo
 		for _, o := range opts {
 			if r, ok := o.(fallbackReport); ok && r.info != nil {
@@ -368,7 +368,8 @@ type unaryCall struct {
 	cc      *grpc.ClientConn
 	invoker grpc.UnaryInvoker
 	opts    []grpc.CallOption // the caller's, and the trailer's
-	trailer metadata.MD       // the last attempt's trailer
+	optBuf  [4]grpc.CallOption
+	trailer metadata.MD // the last attempt's trailer
 
 	downstreamDisabled bool // an attempt's trailer carried the do-not-retry signal
 }

@@ -8,6 +8,8 @@ require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/stormwatch-go/stormwatch v0.0.0
+	github.com/stormwatch-go/stormwatch/instrument/grpcx v0.0.0
+	google.golang.org/grpc v1.84.0
 )
 
 require (
@@ -19,8 +21,13 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.71.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
+	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/stormwatch-go/stormwatch => ../
+
+replace github.com/stormwatch-go/stormwatch/instrument/grpcx => ../instrument/grpcx

@@ -8,7 +8,7 @@ PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
 
-.PHONY: all test unit lint fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance demo demo-prometheus
+.PHONY: all test unit lint fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx demo demo-prometheus
 
 all: build test
 
@@ -17,7 +17,7 @@ build:
 
 ## test: everything CI checks (formatting, vet, race-enabled unit tests, generated-rule checks).
 ## It needs promtool only (not the Prometheus server, which `make e2e` uses).
-test: tools-promtool lint unit generated-check conformance install-check
+test: tools-promtool lint unit generated-check conformance grpcx install-check
 
 lint: fmt-check vet
 
@@ -53,6 +53,12 @@ generated-check:
 ## of Prometheus 3.16.
 conformance:
 	cd conformance && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## grpcx: the gRPC interceptors, a module of their own (instrument/grpcx) that `./...` does not
+## reach: vet and race-enabled tests, its example included; a test there asserts that the main
+## module's build list holds no gRPC.
+grpcx:
+	cd instrument/grpcx && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## e2e: real Prometheus 3.16 on 127.0.0.1: examples/breaker with generated rules, the demo's
 ## scenarios (wall clock), the demo on Prometheus with the demo profile, and

@@ -28,17 +28,16 @@
 // Every failed attempt is an [*Error] that carries its own verdict ([Classify], a
 // classify.VerdictError), so the retry, the breaker and the fallback agree on it:
 //
-//	code                         retried                    breaker       class
-//	UNAVAILABLE                  yes                        failure       grpc_unavailable
-//	RESOURCE_EXHAUSTED           yes, after the pushback    failure       grpc_resource_exhausted
-//	DEADLINE_EXCEEDED            if the method is idempotent failure      grpc_deadline
-//	UNKNOWN, INTERNAL            if the method is idempotent failure      error
-//	DATA_LOSS                    no                         failure       error
+//	code                  retried              breaker        class
+//	UNAVAILABLE           yes                  failure        grpc_unavailable
+//	RESOURCE_EXHAUSTED    yes, after pushback  failure        grpc_resource_exhausted
+//	DEADLINE_EXCEEDED     if idempotent        failure        grpc_deadline
+//	UNKNOWN, INTERNAL     if idempotent        failure        error
+//	DATA_LOSS             no                   failure        error
 //	INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, UNAUTHENTICATED,
 //	FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, ABORTED
-//	                             no                         success       grpc_permanent
-//	CANCELED by the caller       no                         not counted   canceled
-//	CANCELED otherwise           no                         not counted   canceled
+//	                      no                   success        grpc_permanent
+//	CANCELED              no                   not counted    canceled
 //
 // The permanent codes are answers: the dependency works, so the breaker counts them as
 // successes, as it counts HTTP 4xx. The caller's cancellation is never a failure, never retried
@@ -108,8 +107,10 @@
 // would multiply: 3 × 3 = 9 requests per call. [Interceptor.DialOptions] prevents it: next to the
 // interceptors, it turns gRPC's retry policies off (grpc.WithDisableRetry; transparent retries of
 // requests that never reached the server application remain). Interceptors installed another
-// way ([Interceptor.Unary], [Interceptor.Stream]) look for a retry policy on the channel: by
-// default ([YieldToRetryPolicy]) they do not retry a failure whose code the policy retries,
-// since gRPC already did; with [RefuseRetryPolicy] they refuse calls of methods that have a
-// retry policy.
+// way ([Interceptor.Unary], [Interceptor.Stream]) cannot see grpc.WithDisableRetry, so they
+// look at the channel's policy for the method after a failure: a failure whose code the policy
+// retries is not retried again, since gRPC already did ([YieldToRetryPolicy], the default) —
+// attempts never multiply, whatever the channel. With [RefuseRetryPolicy] they also refuse,
+// before sending, the calls of a method that has a retry policy (once the channel knows its
+// service config: after its first call has resolved the target).
 package grpcx

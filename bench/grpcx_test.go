@@ -20,12 +20,21 @@ import (
 )
 
 // The gRPC benchmarks measure one unary call on loopback (grpc-go's interop TestService,
-// UnaryCall with a small response) over a plain connection, over a connection with grpcx's
-// interceptors and the full pipeline (retry, breaker, bulkhead, timeout — the configuration of
-// BenchmarkPipelineSuccess), and over one with failsafe-go's failsafegrpc unary interceptor and
-// the same four policies (its retry policy from failsafegrpc.NewRetryPolicyBuilder).
-// BenchmarkGRPCOverheadRatio interleaves plain and grpcx calls in one loop so that both see the
-// same machine load, and reports their ratio.
+// UnaryCall with a small response):
+//
+//   - plain: a connection without interceptors, the call without a deadline;
+//   - plain_deadline: the same with a 1 s deadline on each call, as production calls have — gRPC
+//     then sends grpc-timeout and both sides arm a timer;
+//   - grpcx: grpcx's interceptors with the full pipeline (retry, breaker, bulkhead, timeout — the
+//     configuration of BenchmarkPipelineSuccess); the Timeout layer gives each attempt a deadline;
+//   - grpcx_notimeout: the same pipeline without its Timeout layer: the interceptors' own cost;
+//   - failsafegrpc: failsafe-go's failsafegrpc unary interceptor with the same four policies (its
+//     retry policy from failsafegrpc.NewRetryPolicyBuilder).
+//
+// BenchmarkGRPCOverheadRatio makes one call of each kind per iteration, each on a connection of
+// its own and in a rotating order, so that all see the same machine load, and reports the
+// ratios. BenchmarkGRPCXInterceptor measures
+// the interceptor alone, around an invoker that returns at once.
 
 type benchService struct {
 	testgrpc.UnimplementedTestServiceServer
@@ -61,13 +70,22 @@ func grpcClient(b *testing.B, addr string, opts ...grpc.DialOption) testgrpc.Tes
 	return c
 }
 
-func grpcxOptions(b *testing.B) []grpc.DialOption {
-	ic, err := grpcx.NewInterceptor(grpcx.WithRegistry(scrapedRegistry(b)),
-		grpcx.WithPipeline(benchPipelineConfig(breaker.Config{})))
+func grpcxInterceptor(b *testing.B, timeoutLayer bool) *grpcx.Interceptor {
+	cfg := benchPipelineConfig(breaker.Config{})
+	if !timeoutLayer {
+		cfg.Timeout = nil
+	}
+	ic, err := grpcx.NewInterceptor(grpcx.WithRegistry(scrapedRegistry(b)), grpcx.WithPipeline(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return ic.DialOptions()
+	return ic
+}
+
+func grpcxOptions(b *testing.B) []grpc.DialOption { return grpcxInterceptor(b, true).DialOptions() }
+
+func grpcxNoTimeoutOptions(b *testing.B) []grpc.DialOption {
+	return grpcxInterceptor(b, false).DialOptions()
 }
 
 func failsafeGRPCOptions(*testing.B) []grpc.DialOption {
@@ -81,8 +99,17 @@ func failsafeGRPCOptions(*testing.B) []grpc.DialOption {
 
 var benchRequest = &testgrpc.SimpleRequest{ResponseSize: 8}
 
-func unary(b *testing.B, c testgrpc.TestServiceClient) {
-	resp, err := c.UnaryCall(context.Background(), benchRequest)
+func unary(b *testing.B, c testgrpc.TestServiceClient) { unaryCtx(b, context.Background(), c) }
+
+// unaryDeadline makes the call with a 1 s deadline.
+func unaryDeadline(b *testing.B, c testgrpc.TestServiceClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	unaryCtx(b, ctx, c)
+	cancel()
+}
+
+func unaryCtx(b *testing.B, ctx context.Context, c testgrpc.TestServiceClient) {
+	resp, err := c.UnaryCall(ctx, benchRequest)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,19 +120,23 @@ func unary(b *testing.B, c testgrpc.TestServiceClient) {
 
 func BenchmarkGRPCOverhead(b *testing.B) {
 	addr := grpcServer(b)
+	none := func(*testing.B) []grpc.DialOption { return nil }
 	for _, c := range []struct {
 		name string
 		opts func(*testing.B) []grpc.DialOption
+		call func(*testing.B, testgrpc.TestServiceClient)
 	}{
-		{"plain", func(*testing.B) []grpc.DialOption { return nil }},
-		{"grpcx", grpcxOptions},
-		{"failsafegrpc", failsafeGRPCOptions},
+		{"plain", none, unary},
+		{"plain_deadline", none, unaryDeadline},
+		{"grpcx", grpcxOptions, unary},
+		{"grpcx_notimeout", grpcxNoTimeoutOptions, unary},
+		{"failsafegrpc", failsafeGRPCOptions, unary},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			client := grpcClient(b, addr, c.opts(b)...)
 			b.ReportAllocs()
 			for b.Loop() {
-				unary(b, client)
+				c.call(b, client)
 			}
 		})
 	}
@@ -113,18 +144,56 @@ func BenchmarkGRPCOverhead(b *testing.B) {
 
 func BenchmarkGRPCOverheadRatio(b *testing.B) {
 	addr := grpcServer(b)
-	plain, instrumented := grpcClient(b, addr), grpcClient(b, addr, grpcxOptions(b)...)
-	var plainNs, grpcxNs time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		unary(b, plain)
-		t1 := time.Now()
-		unary(b, instrumented)
-		plainNs += t1.Sub(t0)
-		grpcxNs += time.Since(t1)
+	// A connection per kind: a call on a connection that has just served another is faster
+	// (its goroutines are awake), which would favour whichever kind follows on the same one.
+	plain, withDeadline := grpcClient(b, addr), grpcClient(b, addr)
+	full, noTimeout := grpcClient(b, addr, grpcxOptions(b)...), grpcClient(b, addr, grpcxNoTimeoutOptions(b)...)
+	fs := grpcClient(b, addr, failsafeGRPCOptions(b)...)
+	kinds := [...]func(){
+		func() { unary(b, plain) },
+		func() { unaryDeadline(b, withDeadline) },
+		func() { unary(b, full) },
+		func() { unary(b, noTimeout) },
+		func() { unary(b, fs) },
+	}
+	var ns [len(kinds)]time.Duration
+	// Each iteration makes one call of each kind, starting from a different kind each time, so
+	// that no kind always runs first (after the loop's own work) or last.
+	for i := 0; b.Loop(); i++ {
+		for j := range kinds {
+			k := (i + j) % len(kinds)
+			t := time.Now()
+			kinds[k]()
+			ns[k] += time.Since(t)
+		}
 	}
 	n := float64(b.N)
-	b.ReportMetric(float64(plainNs)/n, "plain-ns/call")
-	b.ReportMetric(float64(grpcxNs)/n, "grpcx-ns/call")
-	b.ReportMetric(float64(grpcxNs)/float64(plainNs), "grpcx/plain")
+	b.ReportMetric(float64(ns[0])/n, "plain-ns/call")
+	b.ReportMetric(float64(ns[2])/n, "grpcx-ns/call")
+	b.ReportMetric(float64(ns[2])/float64(ns[0]), "grpcx/plain")
+	b.ReportMetric(float64(ns[2])/float64(ns[1]), "grpcx/plain_deadline")
+	b.ReportMetric(float64(ns[3])/float64(ns[0]), "grpcx_notimeout/plain")
+	b.ReportMetric(float64(ns[4])/float64(ns[0]), "failsafegrpc/plain")
+	b.ReportMetric(float64(ns[2])/float64(ns[4]), "grpcx/failsafegrpc")
+}
+
+// BenchmarkGRPCXInterceptor is the unary interceptor alone: the pipeline's layers, the trailer
+// option and the idempotency lookup, around an invoker that succeeds at once.
+func BenchmarkGRPCXInterceptor(b *testing.B) {
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	for _, c := range []struct {
+		name    string
+		timeout bool
+	}{{"full", true}, {"notimeout", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			intercept := grpcxInterceptor(b, c.timeout).Unary()
+			ctx, req, reply := context.Background(), &testgrpc.SimpleRequest{}, &testgrpc.SimpleResponse{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := intercept(ctx, "/grpc.testing.TestService/UnaryCall", req, reply, nil, invoker); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -758,6 +758,8 @@ type SLOInfo struct {
 	Period              time.Duration
 	Source              SLOSource
 	FallbacksGood       bool
+	// ErrorBudget is 1 − Objective, the share of calls that may fail (0.001 for 99.9%).
+	ErrorBudget float64
 	// GroupBy are the aggregation labels every recorded series keeps, besides slo.
 	GroupBy []string
 	// Selector holds the configured extra matchers, as the rules render them (may be empty).
@@ -800,7 +802,7 @@ func SLOs(cfg Config) ([]SLOInfo, error) {
 	for _, s := range r.slos {
 		info := SLOInfo{
 			ID: s.ID, Name: s.Name, NameRegex: s.NameRegex, Objective: s.Objective, Period: s.Period,
-			Source: s.Source, FallbacksGood: s.FallbacksGood,
+			Source: s.Source, FallbacksGood: s.FallbacksGood, ErrorBudget: s.budgetShare(),
 			GroupBy: slices.Clone(r.groupBy), Selector: r.matchers.String(),
 			Calls: r.recSLOCalls(s), BadCalls: r.recSLOBadCalls(s),
 			Windows:          slices.Clone(s.windows),

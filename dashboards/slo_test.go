@@ -133,6 +133,13 @@ func TestSLODashboardBurnRatePanels(t *testing.T) {
 	assert.Len(t, byTitle["SLI over 1w"], 1)
 }
 
+// TestSLODashboardUIDMatchesTheAlerts: the burn-rate alerts' dashboard_url opens this dashboard.
+func TestSLODashboardUIDMatchesTheAlerts(t *testing.T) {
+	files, err := GenerateSLOs(Config{}, sloInfos(t, testSLOs))
+	require.NoError(t, err)
+	assert.Equal(t, Dir+"/"+rules.SLODashboardUID+".json", files[0].Path)
+}
+
 func TestGenerateSLOsWithoutSLOs(t *testing.T) {
 	files, err := GenerateSLOs(Config{}, nil)
 	require.NoError(t, err)

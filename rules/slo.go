@@ -673,21 +673,24 @@ func (r *resolved) sloRules(s *resolvedSLO) []Rule {
 	total, bad := r.sliExprs(s)
 	sloLabel := map[string]string{LabelSLO: s.ID}
 	calls, badCalls := r.sloSel(s, r.recSLOCalls(s)), r.sloSel(s, r.recSLOBadCalls(s))
+	// Every rule sets slo itself, although the derived ones inherit it from their input: rules
+	// of different SLOs then never look alike (promtool's lint reports rules with the same name
+	// and labels as duplicates).
 	rules := []Rule{
 		{Record: r.recSLOCalls(s), Expr: total, Labels: sloLabel},
 		{Record: r.recSLOBadCalls(s), Expr: bad, Labels: sloLabel},
-		{Record: r.recSLOErrorRatio(s.base()), Expr: badCalls + "\n/\n(" + calls + " > 0)"},
+		{Record: r.recSLOErrorRatio(s.base()), Expr: badCalls + "\n/\n(" + calls + " > 0)", Labels: sloLabel},
 	}
 	ratioOver := func(w time.Duration) string {
 		d := "[" + FormatDuration(w) + "]"
 		return "sum_over_time(" + badCalls + d + ")\n/\n(sum_over_time(" + calls + d + ") > 0)"
 	}
 	for _, w := range s.windows[1:] {
-		rules = append(rules, Rule{Record: r.recSLOErrorRatio(w), Expr: ratioOver(w)})
+		rules = append(rules, Rule{Record: r.recSLOErrorRatio(w), Expr: ratioOver(w), Labels: sloLabel})
 	}
 	rules = append(rules,
-		Rule{Record: r.recSLOErrorRatio(s.Period), Expr: ratioOver(s.Period)},
-		Rule{Record: r.recSLOBudgetRemaining(s), Expr: "1 - " + r.sloSel(s, r.recSLOErrorRatio(s.Period)) + " / " + decimal(s.budget)},
+		Rule{Record: r.recSLOErrorRatio(s.Period), Expr: ratioOver(s.Period), Labels: sloLabel},
+		Rule{Record: r.recSLOBudgetRemaining(s), Expr: "1 - " + r.sloSel(s, r.recSLOErrorRatio(s.Period)) + " / " + decimal(s.budget), Labels: sloLabel},
 	)
 	for _, b := range s.burns {
 		rules = append(rules, r.burnRule(s, b))
@@ -708,6 +711,7 @@ func (r *resolved) burnExpr(s *resolvedSLO, b resolvedBurn) string {
 func (r *resolved) burnRule(s *resolvedSLO, b resolvedBurn) Rule {
 	labels := map[string]string{
 		labelSeverity:    b.severity,
+		LabelSLO:         templateLiteral(s.ID),
 		LabelLongWindow:  FormatDuration(b.long),
 		LabelShortWindow: FormatDuration(b.short),
 	}
@@ -722,8 +726,27 @@ func (r *resolved) burnRule(s *resolvedSLO, b resolvedBurn) Rule {
 			"summary":     burnSummary(b),
 			"description": r.burnDescription(s, b, templateRef, templateLiteral, "{{ $value | humanizePercentage }}"),
 			"runbook_url": templateLiteral(r.runbookURL(AlertErrorBudgetBurn)),
+			"dashboard_url": r.sloDashboardURL(func(l string) string {
+				return "{{ $labels." + l + " | urlquery }}"
+			}),
 		},
 	}
+}
+
+// SLODashboardUID is the uid of the SLOs dashboard under the default uid prefix.
+const SLODashboardUID = "stormwatch-slos"
+
+// sloDashboardURL is the dashboard_url annotation of the burn-rate alerts: the SLOs dashboard
+// with its job and name variables set to the alert's labels, relative to Grafana's root as the
+// other alerts' dashboard_url is without a Grafana base URL. value renders a label's value,
+// already escaped for a URL query.
+func (r *resolved) sloDashboardURL(value func(label string) string) string {
+	var q []string
+	if slices.Contains(r.groupBy, "job") {
+		q = append(q, "var-job="+value("job"))
+	}
+	q = append(q, "var-"+catalog.LabelName+"="+value(catalog.LabelName))
+	return "/d/" + SLODashboardUID + "?" + strings.Join(q, "&")
 }
 
 // burnSummary is the static summary of a burn-rate rule.

@@ -82,7 +82,7 @@ func (r *resolved) sloRunbookText() []byte {
 	}
 
 	p("\n## Investigate\n\n")
-	p("Replace `<slo>` and `<name>` with the alert's labels.\n\n")
+	p("The alert's `dashboard_url` opens the **%s** dashboard on the dependency. In the queries below, replace `<slo>` and `<name>` with the alert's labels.\n\n", r.sloDashboardTitle())
 	ratio := func(w string) string {
 		return r.sel(r.sloRecorded("bad_per_call", "ratio_rate"+w), eq(LabelSLO, "<slo>"), eq(catalog.LabelName, "<name>"))
 	}

@@ -226,6 +226,7 @@ func TestSLORulesFollowConventions(t *testing.T) {
 			assert.LessOrEqual(t, len(rl.Alert), 40)
 			assert.Regexp(t, camelCase, rl.Alert)
 			assert.Contains(t, Severities, rl.Labels["severity"])
+			assert.Equal(t, "/d/"+SLODashboardUID+"?var-job={{ $labels.job | urlquery }}&var-name={{ $labels.name | urlquery }}", rl.Annotations["dashboard_url"])
 			for _, a := range []string{"summary", "description", "runbook_url"} {
 				assert.NotEmpty(t, rl.Annotations[a], a)
 			}
@@ -274,6 +275,7 @@ var sloPromtoolConfigs = map[string]Config{
 	"retry 99.9% 30d": {SLOs: []SLO{{Name: "payments", Objective: 0.999}}},
 	"breaker 99% 7d, fallbacks good, regex": {SLOs: []SLO{{ID: "core", NameRegex: "inventory|recs", Objective: 0.99, Period: 7 * day,
 		Source: SLOSourceBreaker, FallbacksGood: true}}},
+	"two SLOs alike": {SLOs: []SLO{{Name: "payments", Objective: 0.999}, {Name: "inventory", Objective: 0.9995}}},
 	"custom": {
 		Namespace: "acme", Selector: `env="prod", job=~"checkout|cart"`, GroupBy: []string{"cluster", "job", "name"},
 		RunbookBaseURL: "https://wiki.example.com/rb",

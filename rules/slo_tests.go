@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -433,9 +434,10 @@ func (t *sloTester) expAlert(b resolvedBurn, value float64) yamlExpAlert {
 	return yamlExpAlert{
 		ExpLabels: labels,
 		ExpAnnotations: map[string]string{
-			"summary":     burnSummary(b),
-			"description": t.r.burnDescription(t.s, b, func(l string) string { return t.lv[l] }, func(s string) string { return s }, humanizePercentage(value)),
-			"runbook_url": t.r.runbookURL(AlertErrorBudgetBurn),
+			"summary":       burnSummary(b),
+			"description":   t.r.burnDescription(t.s, b, func(l string) string { return t.lv[l] }, func(s string) string { return s }, humanizePercentage(value)),
+			"runbook_url":   t.r.runbookURL(AlertErrorBudgetBurn),
+			"dashboard_url": t.r.sloDashboardURL(func(l string) string { return url.QueryEscape(t.lv[l]) }),
 		},
 	}
 }
@@ -587,7 +589,7 @@ func (t *sloTester) blip() ([]sloScenario, error) {
 	share = bad / sloCallsPerStep
 	before := evalsIn(b0.long + s.base())
 	for _, b := range s.burns {
-		before = max(before, evalsIn(time.Duration(2*share/decimalFloat(b.threshold)*float64(step))))
+		before = max(before, evalsIn(time.Duration(1.25*share/decimalFloat(b.threshold)*float64(step))))
 	}
 	for try := 0; try < 6; try, before = try+1, before*2 {
 		at := before*evalEvery + 1 // the blip's sample, right after an evaluation

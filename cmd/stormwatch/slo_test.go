@@ -129,3 +129,29 @@ func TestGenerateWithSLOs(t *testing.T) {
 	res = runCmd(t, out, promtool, "test", "rules", sloTestsFile)
 	require.Equal(t, 0, res.code, res.stdout+res.stderr)
 }
+
+// TestCheckedInSLOExampleIsCurrent fails when examples/generated-slo differs from what the
+// current code generates for examples/slo/stormwatch.yaml. That directory holds only what the
+// SLOs add to the default output of examples/generated: the files that are new or differ.
+func TestCheckedInSLOExampleIsCurrent(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := filepath.Abs("../../examples/slo/stormwatch.yaml")
+	require.NoError(t, err)
+	res := runBin(t, dir, "generate", "all", "-c", cfg, "-o", "out")
+	require.Equal(t, 0, res.code, res.stderr)
+	defaults, golden := "../../examples/generated", "../../examples/generated-slo"
+	var delta []string
+	for _, f := range listFiles(t, filepath.Join(dir, "out")) {
+		got, err := os.ReadFile(filepath.Join(dir, "out", f))
+		require.NoError(t, err)
+		if def, err := os.ReadFile(filepath.Join(defaults, f)); err == nil && string(def) == string(got) {
+			continue
+		}
+		delta = append(delta, f)
+		want, err := os.ReadFile(filepath.Join(golden, f))
+		require.NoError(t, err, "%s is missing from %s: regenerate it", f, golden)
+		assert.Equal(t, string(want), string(got), "%s/%s is stale: regenerate it", golden, f)
+	}
+	assert.Equal(t, listFiles(t, golden), delta, "%s holds exactly what the SLOs add", golden)
+	assert.Contains(t, delta, sloRulesFile)
+}

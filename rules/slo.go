@@ -776,6 +776,8 @@ func (r *resolved) burnDescription(s *resolvedSLO, b resolvedBurn, ref, lit func
 // hand-written queries. Every recorded series carries the aggregation labels (group_by, by
 // default job and name) and `slo` = ID; select one SLO's series with {slo="<ID>"}.
 type SLOInfo struct {
+	// ID, Name, NameRegex, Objective, Source and FallbacksGood are the SLO's configuration;
+	// Period is resolved (30d when unset).
 	ID, Name, NameRegex string
 	Objective           float64
 	Period              time.Duration
@@ -805,9 +807,13 @@ type SLOInfo struct {
 
 // SLOBurn describes one burn-rate alert of an SLO.
 type SLOBurn struct {
-	Page        bool
-	Severity    string
-	Factor      float64
+	// Page is true for the fast-burn rules (page), false for the slow-burn ones (ticket).
+	Page bool
+	// Severity is the alert's severity label.
+	Severity string
+	// Factor is the burn rate the alert fires above.
+	Factor float64
+	// Long and Short are the alert's windows, scaled to the SLO's period.
 	Long, Short time.Duration
 	// Threshold is the error ratio both windows must exceed: Factor × (1 − Objective).
 	Threshold float64

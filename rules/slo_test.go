@@ -276,6 +276,8 @@ var sloPromtoolConfigs = map[string]Config{
 	"breaker 99% 7d, fallbacks good, regex": {SLOs: []SLO{{ID: "core", NameRegex: "inventory|recs", Objective: 0.99, Period: 7 * day,
 		Source: SLOSourceBreaker, FallbacksGood: true}}},
 	"two SLOs alike": {SLOs: []SLO{{Name: "payments", Objective: 0.999}, {Name: "inventory", Objective: 0.9995}}},
+	"hostile id and labels": {GroupBy: []string{"name"}, SLOs: []SLO{{ID: `pay"me{{nts}}\ ü`, NameRegex: `pay.*|x"y`, Objective: 0.99, Period: 14 * day,
+		Labels: map[string]string{"team": `{{ .Value }}"`, "runbook": "x}}"}}}},
 	"custom": {
 		Namespace: "acme", Selector: `env="prod", job=~"checkout|cart"`, GroupBy: []string{"cluster", "job", "name"},
 		RunbookBaseURL: "https://wiki.example.com/rb",

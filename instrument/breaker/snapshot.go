@@ -95,17 +95,11 @@ func (b *Breaker) Snapshot() Snapshot {
 }
 
 func (b *Breaker) effectiveAt(e *epoch, s *settings, now int64) State {
-	switch e.state {
-	case Open:
-		if now >= e.until {
-			return HalfOpen
-		}
-	case HalfOpen:
-		if s.halfOpenMax > 0 && now-e.since >= s.halfOpenMax {
-			return Open
-		}
+	if e.state != Open && e.state != HalfOpen {
+		return e.state
 	}
-	return e.state
+	p, _, _ := walk(e.phase(), s, now, nil)
+	return p.state
 }
 
 // The accessors below read one value each, without locking or allocating; the collector uses

@@ -24,6 +24,7 @@ package breaker
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,10 @@ type epoch struct {
 	period  int64 // open: drawn length of the open period
 	tripped int64 // start of the not-closed episode; -1 when none (closed, disabled, metrics_only)
 	reTrips int   // consecutive half_open→open re-trips in this episode (open-duration growth)
-	win     window
+	// open, half_open: the jitter sequence of the reopens that happen while nobody calls (see
+	// walk): its seed, drawn at the last trip a call decided, and how many reopens used it.
+	jseed, jn uint64
+	win       window
 
 	cause catalog.TripCause // the trip that began the episode (when tripped >= 0)
 
@@ -155,11 +159,11 @@ func (b *Breaker) Acquire() (Permit, error) {
 			if now < e.until {
 				return Permit{}, b.reject(e, now, s)
 			}
-			b.commit(e, catalog.StateHalfOpen, now, "open duration elapsed", noTrip)
+			b.settle(e, now) // open → half_open as of e.until, and on if that expired too
 		case catalog.StateHalfOpen:
 			if s.halfOpenMax > 0 {
 				if now := b.now(); now-e.since >= s.halfOpenMax {
-					b.commit(e, catalog.StateOpen, now, "half-open max duration elapsed", catalog.TripMaxHalfOpenDuration)
+					b.settle(e, now) // half_open → open as of the limit
 					continue
 				}
 			}
@@ -383,7 +387,7 @@ func (b *Breaker) finishAt(e *epoch, probe bool, err error, d int64, haveD bool,
 		}
 	}
 	if probe {
-		b.recordProbe(e, fail, slow, s)
+		b.recordProbe(e, fail, slow, s, now)
 	} else if e.win.record(fail, slow, now, s) && e.state == catalog.StateClosed {
 		b.tripFromClosed(e)
 	}
@@ -403,8 +407,12 @@ func (b *Breaker) tripFromClosed(e *epoch) {
 	if b.cur.Load() != e {
 		return
 	}
-	s := b.set.Load()
-	now := b.now()
+	b.tripLocked(e, b.set.Load(), b.now())
+}
+
+// tripLocked opens the breaker if the window of e, the current closed epoch, trips under s.
+// Called with mu held.
+func (b *Breaker) tripLocked(e *epoch, s *settings, now int64) {
 	calls, fails, slow := e.win.counts(now)
 	var reason string
 	var cause catalog.TripCause
@@ -431,8 +439,20 @@ func (b *Breaker) tripFromClosed(e *epoch) {
 	b.transitionLocked(e, catalog.StateOpen, now, reason, cause)
 }
 
-// recordProbe counts a half-open probe's result and decides when the probes have.
-func (b *Breaker) recordProbe(e *epoch, fail, slow bool, s *settings) {
+// recordProbe counts a half-open probe's result and decides when the probes have. now is when
+// the probe concluded; < 0 means not read yet.
+func (b *Breaker) recordProbe(e *epoch, fail, slow bool, s *settings, now int64) {
+	if s.halfOpenMax > 0 {
+		if now < 0 {
+			now = b.now()
+		}
+		if now-e.since >= s.halfOpenMax {
+			// A late result: the half-open period expired and the breaker reopened at that
+			// instant (committed by the next admission). Counted in calls_total, it decides
+			// nothing.
+			return
+		}
+	}
 	if fail {
 		e.hoFail.Add(1)
 	} else {
@@ -441,15 +461,28 @@ func (b *Breaker) recordProbe(e *epoch, fail, slow bool, s *settings) {
 	if slow {
 		e.hoSlw.Add(1)
 	}
+	if to, reason, cause, ok := probeVerdict(e, s); ok {
+		if now < 0 {
+			now = b.now()
+		}
+		b.commit(e, to, now, reason, cause)
+	}
+}
+
+// probeVerdict says what the probe results recorded in the half-open epoch e decide under s:
+// reopen (trip cause probe_failed) as soon as enough failed or were slow, close once all
+// HalfOpenCalls concluded otherwise.
+func probeVerdict(e *epoch, s *settings) (to catalog.State, reason string, cause catalog.TripCause, decided bool) {
 	f, sl := e.hoFail.Load(), e.hoSlw.Load()
 	switch {
 	case f >= s.failNeeded:
-		b.commit(e, catalog.StateOpen, b.now(), fmt.Sprintf("%d of %d half-open probes failed", f, s.halfOpen), catalog.TripProbeFailed)
+		return catalog.StateOpen, fmt.Sprintf("%d of %d half-open probes failed", f, s.halfOpen), catalog.TripProbeFailed, true
 	case s.slowNs > 0 && sl >= s.slowNeeded:
-		b.commit(e, catalog.StateOpen, b.now(), fmt.Sprintf("%d of %d half-open probes slow", sl, s.halfOpen), catalog.TripProbeFailed)
+		return catalog.StateOpen, fmt.Sprintf("%d of %d half-open probes slow", sl, s.halfOpen), catalog.TripProbeFailed, true
 	case f+e.hoOK.Load() >= s.halfOpen:
-		b.commit(e, catalog.StateClosed, b.now(), "half-open probes succeeded", noTrip)
+		return catalog.StateClosed, "half-open probes succeeded", noTrip, true
 	}
+	return 0, "", noTrip, false
 }
 
 // noTrip is the cause argument of transitions that are not trips (to neither open nor
@@ -469,7 +502,8 @@ func (b *Breaker) commit(e *epoch, to catalog.State, now int64, reason string, c
 
 // transitionLocked installs a new epoch in state to after from. Called with mu held. A trip (to
 // open or forced_open) is counted under cause; the first trip of a not-closed episode gives the
-// episode its cause.
+// episode its cause. A new open period drawn here is a trip a call (or Reconfigure) decided: it
+// draws fresh jitter and seeds the jitter of the reopens that may follow while nobody calls.
 func (b *Breaker) transitionLocked(from *epoch, to catalog.State, now int64, reason string, cause catalog.TripCause) {
 	s := b.set.Load()
 	ne := b.newEpoch(to, now, s)
@@ -487,8 +521,13 @@ func (b *Breaker) transitionLocked(from *epoch, to catalog.State, now int64, rea
 			ne.reTrips++
 		}
 	}
+	if to == catalog.StateHalfOpen {
+		ne.jseed, ne.jn = from.jseed, from.jn
+	}
 	if to == catalog.StateOpen {
-		ne.period = b.openPeriod(s, ne.reTrips)
+		r := drawJitter(s)
+		ne.jseed = math.Float64bits(r)
+		ne.period = openPeriodAt(s, ne.reTrips, r)
 		ne.until = now + ne.period
 	}
 	b.cur.Store(ne)
@@ -506,20 +545,177 @@ func (b *Breaker) transitionLocked(from *epoch, to catalog.State, now int64, rea
 	}
 }
 
-// openPeriod draws the length of an open period after reTrips consecutive re-trips.
-func (b *Breaker) openPeriod(s *settings, reTrips int) int64 {
-	d := float64(s.openBase)
-	if s.growth > 1 {
-		for i := 0; i < reTrips && d < float64(s.maxOpen); i++ {
-			d *= s.growth
+// An open or half-open breaker changes state with time alone: an open period ends in
+// half-open, and a half-open period that outlives HalfOpenMaxDuration ends in open, at that
+// instant, with a new open period counted from it. Reading (State, Snapshot) computes these
+// steps without changing anything; the next admission (or Reconfigure, or a manual change)
+// commits them, each as of the instant it happened, not as of the commit: the committed epoch's
+// since and until, the transition events' At and the transitions counters are what they would
+// have been had every step been committed on time.
+//
+// A reopen nobody saw cannot draw from the random source while being read, so its jitter
+// comes from a sequence seeded by the last real trip's draw (jseed, jn): every read and the
+// eventual commit see the same open periods. The sequence repeats every chainCycle reopens,
+// so once the open duration has stopped growing, chainCycle reopens always take the same time
+// and walk skips whole rounds of a long idle chain instead of stepping through each.
+
+// chainCycle is the number of reopens after which the idle jitter sequence repeats.
+const chainCycle = 16
+
+// phase is the part of an open or half-open epoch that time alone changes.
+type phase struct {
+	state         catalog.State
+	since, until  int64 // until: open only
+	period        int64 // open only
+	reTrips       int
+	jseed, jn     uint64
+	skippedRounds uint64 // rounds of chainCycle reopens walk skipped just before this phase
+}
+
+func (e *epoch) phase() phase {
+	return phase{state: e.state, since: e.since, until: e.until, period: e.period, reTrips: e.reTrips, jseed: e.jseed, jn: e.jn}
+}
+
+// next returns the phase after p if p is over by now.
+func (p phase) next(s *settings, now int64) (phase, bool) {
+	switch p.state {
+	case catalog.StateOpen:
+		if now < p.until {
+			return p, false
 		}
-		d = min(d, float64(s.maxOpen))
+		return phase{state: catalog.StateHalfOpen, since: p.until, reTrips: p.reTrips, jseed: p.jseed, jn: p.jn}, true
+	case catalog.StateHalfOpen:
+		if s.halfOpenMax <= 0 || now-p.since < s.halfOpenMax {
+			return p, false
+		}
+		// Trip cause: max_half_open_duration.
+		q := phase{state: catalog.StateOpen, since: p.since + s.halfOpenMax, reTrips: p.reTrips + 1, jseed: p.jseed, jn: p.jn + 1}
+		q.period = openPeriodAt(s, q.reTrips, chainJitter(q.jseed, q.jn))
+		q.until = q.since + q.period
+		return q, true
+	}
+	return p, false
+}
+
+// walk follows p through the phases time has taken it by now and returns the phase current at
+// now with the number of open→half_open and half_open→open steps taken. step, when not nil, is
+// called for each step walked one by one, in order; steps inside skipped rounds are counted
+// but not reported (the phase after them says how many rounds were skipped).
+func walk(p phase, s *settings, now int64, step func(from, to phase)) (cur phase, toHalf, toOpen uint64) {
+	var round int64 // length of chainCycle reopen cycles once the open duration stopped growing
+	for steps := 0; ; steps++ {
+		if p.state == catalog.StateHalfOpen && steps >= 2*chainCycle && s.halfOpenMax > 0 {
+			if round == 0 && openGrowthDone(s, p.reTrips+1) {
+				for i := uint64(1); i <= chainCycle; i++ {
+					round += s.halfOpenMax + openPeriodAt(s, p.reTrips+int(i), chainJitter(p.jseed, p.jn+i))
+				}
+			}
+			// Skip all rounds but the last that end by now, so that the steps after a skip
+			// are walked (and reported) one by one.
+			if n := (now - p.since) / max(round, 1); round > 0 && n > 1 {
+				n--
+				p.since += n * round
+				p.reTrips += int(n) * chainCycle
+				p.jn += uint64(n) * chainCycle
+				p.skippedRounds = uint64(n)
+				toHalf += uint64(n) * chainCycle
+				toOpen += uint64(n) * chainCycle
+			}
+		}
+		q, ok := p.next(s, now)
+		if !ok {
+			return p, toHalf, toOpen
+		}
+		if q.state == catalog.StateHalfOpen {
+			toHalf++
+		} else {
+			toOpen++
+		}
+		if step != nil {
+			step(p, q)
+		}
+		p = q
+	}
+}
+
+// settle commits the steps time has taken epoch e through by now, if e is still current.
+func (b *Breaker) settle(e *epoch, now int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur.Load() != e {
+		return
+	}
+	b.settleLocked(e, b.set.Load(), now)
+}
+
+// settleLocked commits the steps time has taken the current epoch e through by now under s, as
+// of the instants they happened, and returns the current epoch. Called with mu held.
+func (b *Breaker) settleLocked(e *epoch, s *settings, now int64) *epoch {
+	if e.state != catalog.StateOpen && e.state != catalog.StateHalfOpen {
+		return e
+	}
+	p, toHalf, toOpen := walk(e.phase(), s, now, nil)
+	if toHalf+toOpen == 0 {
+		return e
+	}
+	ne := b.newEpoch(p.state, p.since, s)
+	ne.until, ne.period, ne.tripped, ne.cause, ne.reTrips, ne.jseed, ne.jn = p.until, p.period, e.tripped, e.cause, p.reTrips, p.jseed, p.jn
+	b.cur.Store(ne)
+	b.transitions[catalog.StateOpen][catalog.StateHalfOpen].Add(toHalf)
+	b.transitions[catalog.StateHalfOpen][catalog.StateOpen].Add(toOpen)
+	b.trips[catalog.TripMaxHalfOpenDuration].Add(toOpen)
+	if s.hub != nil && s.hub.Transitions.Active() {
+		walk(e.phase(), s, now, func(from, to phase) {
+			t := events.Transition{Name: b.name, From: from.state, To: to.state, At: b.wall(to.since), Reason: "open duration elapsed"}
+			if to.state == catalog.StateOpen {
+				t.Reason, t.Cause = "half-open max duration elapsed", catalog.TripMaxHalfOpenDuration
+			}
+			if from.skippedRounds > 0 {
+				t.Reason += fmt.Sprintf(" (%d earlier idle reopen cycles counted, not reported one by one)", from.skippedRounds*chainCycle)
+			}
+			s.hub.Transitions.Emit(t)
+		})
+	}
+	return ne
+}
+
+// drawJitter draws the jitter of a new open period from the random source: r in [0, 1) spreads
+// the period over OpenDuration×[1−j, 1+j).
+func drawJitter(s *settings) float64 {
+	if s.jitter <= 0 {
+		return 0.5
+	}
+	r := s.rnd.Float64()
+	if !(r >= 0 && r < 1) {
+		r = 0.5
+	}
+	return r
+}
+
+// chainJitter is the jitter of the n-th reopen of an idle chain seeded by seed: a splitmix64
+// hash, in [0, 1), repeating every chainCycle reopens.
+func chainJitter(seed, n uint64) float64 {
+	x := seed + (n%chainCycle+1)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
+}
+
+// openGrowthDone reports whether the open duration no longer grows after reTrips re-trips:
+// growth is off or capped.
+func openGrowthDone(s *settings, reTrips int) bool {
+	return s.growth <= 1 || float64(s.openBase)*math.Pow(s.growth, float64(reTrips)) >= float64(s.maxOpen)
+}
+
+// openPeriodAt is the length of an open period after reTrips consecutive re-trips, with
+// jitter r in [0, 1).
+func openPeriodAt(s *settings, reTrips int, r float64) int64 {
+	d := float64(s.openBase)
+	if s.growth > 1 && reTrips > 0 {
+		d = min(d*math.Pow(s.growth, float64(reTrips)), float64(s.maxOpen))
 	}
 	if s.jitter > 0 {
-		r := s.rnd.Float64()
-		if r < 0 || r >= 1 {
-			r = 0.5
-		}
 		d *= 1 - s.jitter + 2*s.jitter*r
 	}
 	return max(int64(d), 1)
@@ -542,8 +738,9 @@ func (b *Breaker) reject(e *epoch, now int64, s *settings) error {
 }
 
 // State returns the effective state, a pure read: an open breaker whose open period has
-// elapsed reports half_open, and a half-open breaker past HalfOpenMaxDuration reports open,
-// although the transition is only committed (and counted) by the next call.
+// elapsed reports half_open, and a half-open breaker past HalfOpenMaxDuration reports open (and
+// half_open again once the new open period, counted from that limit, has elapsed, and so on),
+// although the transitions are only committed (and counted) by the next call.
 func (b *Breaker) State() catalog.State {
 	return b.effective(b.cur.Load(), b.set.Load())
 }
@@ -560,8 +757,10 @@ func (b *Breaker) effective(e *epoch, s *settings) catalog.State {
 func (b *Breaker) manual(to catalog.State, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.cur.Load()
 	now := b.now()
+	// Commit what time alone has changed first, so that the manual transition starts from the
+	// state State reported.
+	e := b.settleLocked(b.cur.Load(), b.set.Load(), now)
 	if e.state == to {
 		if to == catalog.StateClosed {
 			b.cur.Store(b.newEpoch(catalog.StateClosed, now, b.set.Load()))
@@ -591,8 +790,15 @@ func (b *Breaker) Reset() { b.manual(catalog.StateClosed, "reset") }
 // Reconfigure replaces the configuration at run time. cfg is validated like New's; on error
 // nothing changes. Cumulative counts are kept, and so is the window when its kind and size are
 // unchanged; otherwise a closed (or metrics_only) breaker starts a new, empty window of the new
-// shape without a transition. The current open period keeps its drawn length. A nil Clock,
-// Rand or Events in cfg keeps the current one; the clock cannot be changed.
+// shape without a transition. A ConsecutiveFailures window has no rate threshold to lower: a
+// new WindowSize is a new shape and starts a new run.
+//
+// A kept window is evaluated against the new thresholds and minimum calls at once: a closed
+// breaker whose window already trips under them opens now, without waiting for another
+// outcome (a metrics_only breaker never trips). Likewise the probe results of a half-open
+// breaker are judged by the new rules at once. The current open period keeps its drawn
+// length; a new HalfOpenMaxDuration applies to the current half-open period from its start.
+// A nil Clock, Rand or Events in cfg keeps the current one; the clock cannot be changed.
 func (b *Breaker) Reconfigure(cfg Config) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -611,9 +817,20 @@ func (b *Breaker) Reconfigure(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	now := b.now()
+	// What time alone changed happened under the old settings: commit it with them.
+	e := b.settleLocked(b.cur.Load(), old, now)
 	b.set.Store(s)
-	if e := b.cur.Load(); !old.sameShape(s) && (e.state == catalog.StateClosed || e.state == catalog.StateMetricsOnly) {
-		b.cur.Store(b.newEpoch(e.state, b.now(), s))
+	switch {
+	case (e.state == catalog.StateClosed || e.state == catalog.StateMetricsOnly) && !old.sameShape(s):
+		b.cur.Store(b.newEpoch(e.state, now, s))
+	case e.state == catalog.StateClosed:
+		// The window's outcomes have not changed, so no call would re-check them: do it now.
+		b.tripLocked(e, s, now)
+	case e.state == catalog.StateHalfOpen && (s.halfOpenMax == 0 || now-e.since < s.halfOpenMax):
+		if to, reason, cause, ok := probeVerdict(e, s); ok {
+			b.transitionLocked(e, to, now, reason, cause)
+		}
 	}
 	return nil
 }

@@ -974,8 +974,8 @@ func TestTripsCountedByCause(t *testing.T) {
 		}, catalog.TripProbeFailed, catalog.TripConsecutiveFailures},
 		{"half-open max duration", Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxDuration: time.Second}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
 			tripConsecutive(t, b, 1)
-			clk.Advance(time.Minute)
-			_, err := b.Acquire() // the probe never reports
+			clk.Advance(30 * time.Second) // the end of the open period: a minute would be past the half-open limit
+			_, err := b.Acquire()         // the probe never reports
 			require.NoError(t, err)
 			clk.Advance(2 * time.Second)
 			_, _ = b.Acquire() // commits the reopen (if not committed already)

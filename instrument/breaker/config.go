@@ -104,7 +104,8 @@ type Config struct {
 	// as soon as they reach them; with ConsecutiveFailures any failed (or slow) probe reopens it.
 	HalfOpenCalls int
 	// HalfOpenMaxDuration reopens a half-open breaker whose probes have not concluded within
-	// it. 0 = no limit.
+	// it, at that instant, whether or not a call arrives; the new open period counts from it.
+	// Probes that conclude afterwards are counted but decide nothing. 0 = no limit.
 	HalfOpenMaxDuration time.Duration
 	// OpenDuration is the base time a tripped breaker stays open (default 30 s).
 	OpenDuration time.Duration

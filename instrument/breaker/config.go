@@ -99,9 +99,10 @@ type Config struct {
 	// (0 < t ≤ 1; default 0.8). It applies only when SlowCallDuration is set. Not used by
 	// ConsecutiveFailures.
 	SlowCallRateThreshold float64
-	// HalfOpenCalls is the number of probes admitted in half-open (default 3). The breaker
-	// closes when the probes' failure rate (and slow rate) stay below the thresholds and reopens
-	// as soon as they reach them; with ConsecutiveFailures any failed (or slow) probe reopens it.
+	// HalfOpenCalls is the number of probes admitted in half-open (default 3).
+	// The breaker closes when the probes' failure rate (and slow rate) stay below the
+	// thresholds and reopens as soon as they reach them; with ConsecutiveFailures any failed
+	// (or slow) probe reopens it.
 	HalfOpenCalls int
 	// HalfOpenMaxDuration reopens a half-open breaker whose probes have not concluded within
 	// it, at that instant, whether or not a call arrives; the new open period counts from it.
@@ -157,6 +158,11 @@ type settings struct {
 	slowThr  float64
 	slowNs   int64 // 0 = slow-call detection off
 
+	// The thresholds Snapshot exports, comparable with the window's rates: failThr and
+	// slowThr for the rate windows, 1 for a consecutive window (whose rates are its runs
+	// relative to WindowSize).
+	expFailThr, expSlowThr float64
+
 	halfOpen    int32
 	halfOpenMax int64 // ns; 0 = none
 	failNeeded  int32 // failed probes that reopen a half-open breaker
@@ -175,8 +181,6 @@ type settings struct {
 	outcomes *events.Listeners[events.CallOutcome] // nil when hub is nil
 }
 
-func (s *settings) slowOn() bool { return s.slowNs > 0 }
-
 // sameShape reports whether a window built for s can keep serving t.
 func (s *settings) sameShape(t *settings) bool {
 	return s.window == t.window && s.size == t.size && s.bucket == t.bucket && s.buckets == t.buckets
@@ -191,15 +195,6 @@ func (s *settings) newWindow() window {
 	default:
 		return newCountWindow(s.size)
 	}
-}
-
-// effectiveThresholds returns the thresholds as exported: 1 for a consecutive window, whose
-// exported rates are the run length relative to WindowSize.
-func (s *settings) effectiveThresholds() (fail, slow float64) {
-	if s.window == ConsecutiveFailures {
-		return 1, 1
-	}
-	return s.failThr, s.slowThr
 }
 
 // newSettings validates cfg for the breaker called name and applies defaults.
@@ -241,6 +236,19 @@ func newSettings(name string, cfg Config) (*settings, error) {
 		return nil, bad("SlowCallDuration", c.SlowCallDuration, "must not be negative (0 turns slow-call detection off)")
 	}
 
+	if c.HalfOpenCalls < 0 || c.HalfOpenCalls > MaxHalfOpenCalls {
+		return nil, bad("HalfOpenCalls", c.HalfOpenCalls, fmt.Sprintf("must be between 1 and %d", MaxHalfOpenCalls))
+	}
+	if c.HalfOpenCalls == 0 {
+		c.HalfOpenCalls = DefaultHalfOpenCalls
+	}
+	s.halfOpen = int32(c.HalfOpenCalls)
+	if c.HalfOpenMaxDuration < 0 {
+		return nil, bad("HalfOpenMaxDuration", c.HalfOpenMaxDuration, "must not be negative (0 = no limit)")
+	}
+	s.halfOpenMax = int64(c.HalfOpenMaxDuration)
+
+	// What depends on the window kind.
 	switch c.Window {
 	case CountBased:
 		if c.WindowDuration != 0 {
@@ -259,6 +267,7 @@ func newSettings(name string, cfg Config) (*settings, error) {
 			return nil, bad("MinCalls", c.MinCalls, fmt.Sprintf("exceeds WindowSize %d: the breaker could never trip", c.WindowSize))
 		}
 		s.size = c.WindowSize
+		s.rateRules(&c)
 	case ConsecutiveFailures:
 		if c.WindowDuration != 0 {
 			return nil, bad("WindowDuration", c.WindowDuration, "only used by a TimeBased window")
@@ -279,6 +288,8 @@ func newSettings(name string, cfg Config) (*settings, error) {
 			c.WindowSize = DefaultConsecutiveFailures
 		}
 		s.size = c.WindowSize
+		s.expFailThr, s.expSlowThr = 1, 1
+		s.failNeeded, s.slowNeeded = 1, 1 // any failed (or slow) probe reopens
 	case TimeBased:
 		if c.WindowSize != 0 {
 			return nil, bad("WindowSize", c.WindowSize, "not used by a TimeBased window (set WindowDuration)")
@@ -301,37 +312,9 @@ func newSettings(name string, cfg Config) (*settings, error) {
 		}
 		s.bucket = int64(c.BucketDuration)
 		s.buckets = int(n)
+		s.rateRules(&c)
 	}
-	if c.Window != ConsecutiveFailures {
-		if c.FailureRateThreshold == 0 {
-			c.FailureRateThreshold = DefaultFailureRateThreshold
-		}
-		if c.SlowCallRateThreshold == 0 {
-			c.SlowCallRateThreshold = DefaultSlowCallRateThreshold
-		}
-	}
-	s.minCalls = int64(c.MinCalls)
-	s.failThr = c.FailureRateThreshold
-	s.slowThr = c.SlowCallRateThreshold
 	s.slowNs = int64(c.SlowCallDuration)
-
-	if c.HalfOpenCalls < 0 || c.HalfOpenCalls > MaxHalfOpenCalls {
-		return nil, bad("HalfOpenCalls", c.HalfOpenCalls, fmt.Sprintf("must be between 1 and %d", MaxHalfOpenCalls))
-	}
-	if c.HalfOpenCalls == 0 {
-		c.HalfOpenCalls = DefaultHalfOpenCalls
-	}
-	s.halfOpen = int32(c.HalfOpenCalls)
-	if c.HalfOpenMaxDuration < 0 {
-		return nil, bad("HalfOpenMaxDuration", c.HalfOpenMaxDuration, "must not be negative (0 = no limit)")
-	}
-	s.halfOpenMax = int64(c.HalfOpenMaxDuration)
-	if c.Window == ConsecutiveFailures {
-		s.failNeeded, s.slowNeeded = 1, 1
-	} else {
-		s.failNeeded = probesNeeded(s.failThr, s.halfOpen)
-		s.slowNeeded = probesNeeded(s.slowThr, s.halfOpen)
-	}
 
 	if c.OpenDuration < 0 {
 		return nil, bad("OpenDuration", c.OpenDuration, "must be positive")
@@ -383,6 +366,22 @@ func newSettings(name string, cfg Config) (*settings, error) {
 	}
 	s.cfg = c
 	return s, nil
+}
+
+// rateRules applies the threshold defaults of the rate windows (CountBased, TimeBased) to c
+// and the rules they share to s.
+func (s *settings) rateRules(c *Config) {
+	if c.FailureRateThreshold == 0 {
+		c.FailureRateThreshold = DefaultFailureRateThreshold
+	}
+	if c.SlowCallRateThreshold == 0 {
+		c.SlowCallRateThreshold = DefaultSlowCallRateThreshold
+	}
+	s.minCalls = int64(c.MinCalls)
+	s.failThr, s.slowThr = c.FailureRateThreshold, c.SlowCallRateThreshold
+	s.expFailThr, s.expSlowThr = s.failThr, s.slowThr
+	s.failNeeded = probesNeeded(s.failThr, s.halfOpen)
+	s.slowNeeded = probesNeeded(s.slowThr, s.halfOpen)
 }
 
 // probesNeeded returns the smallest number of the n probes whose ratio reaches thr.

@@ -94,22 +94,14 @@ func (b *Breaker) Snapshot() Snapshot {
 	}
 	if e.win != nil {
 		sn.WindowCalls, sn.WindowFailures, sn.WindowSlow = e.win.counts(now)
-		sn.FailureRate, sn.SlowCallRate = rates(e.win, now, s)
+		sn.FailureRate, sn.SlowCallRate = e.win.rates(now, s)
 	} else {
 		sn.FailureRate, sn.SlowCallRate = math.NaN(), math.NaN()
 	}
-	sn.FailureRateThreshold, sn.SlowCallRateThreshold = s.effectiveThresholds()
+	sn.FailureRateThreshold, sn.SlowCallRateThreshold = s.expFailThr, s.expSlowThr
 	sn.OpenDuration = time.Duration(s.openBase)
 	if walked == 0 {
 		sn.HalfOpenProbes = int(e.probes.Load())
 	}
 	return sn
-}
-
-func (b *Breaker) effectiveAt(e *epoch, s *settings, now int64) catalog.State {
-	if e.state != catalog.StateOpen && e.state != catalog.StateHalfOpen {
-		return e.state
-	}
-	p, _, _ := walk(e.phase(), s, now, nil)
-	return p.state
 }

@@ -3,6 +3,7 @@ package breaker
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -207,9 +208,13 @@ func (w *consecutiveWindow) rates(int64, *settings) (float64, float64) {
 // timeWindow holds the outcomes of the last n buckets of d ns. Each bucket remembers which
 // bucket number (now/d) it holds; the first record of a new bucket number takes the mutex and
 // expires every bucket that fell out of the window, so the running totals always cover exactly
-// the live buckets.
+// the live buckets. The ring has a power-of-two size (at least n), and the number of the bucket
+// last recorded into is kept as a hint, so that a record into the current bucket divides
+// nothing.
 type timeWindow struct {
 	d, n int64
+	mask int64        // ring size - 1
+	hint atomic.Int64 // a recent bucket number; checked against now before use
 
 	mu     sync.Mutex
 	latest int64 // highest bucket number rolled in; guarded by mu
@@ -227,7 +232,8 @@ type timeBucket struct {
 }
 
 func newTimeWindow(d int64, n int) *timeWindow {
-	w := &timeWindow{d: d, n: int64(n), latest: -1, buckets: make([]timeBucket, n)}
+	size := 1 << bits.Len(uint(n-1)) // the power of two ≥ n
+	w := &timeWindow{d: d, n: int64(n), mask: int64(size - 1), latest: -1, buckets: make([]timeBucket, size)}
 	for i := range w.buckets {
 		w.buckets[i].num.Store(-1)
 	}
@@ -237,8 +243,13 @@ func newTimeWindow(d int64, n int) *timeWindow {
 func (w *timeWindow) needsTime() bool { return true }
 
 func (w *timeWindow) record(kind catalog.CallKind, now int64, s *settings) bool {
-	k := max(now, 0) / w.d
-	b := &w.buckets[k%w.n]
+	now = max(now, 0)
+	k := w.hint.Load()
+	if start := k * w.d; now < start || now-start >= w.d {
+		k = now / w.d
+		w.hint.Store(k)
+	}
+	b := &w.buckets[k&w.mask]
 	if b.num.Load() != k && !w.roll(k) {
 		return false // older than the whole window: a very late result
 	}
@@ -274,7 +285,7 @@ func (w *timeWindow) roll(k int64) bool {
 			b.num.Store(-1)
 		}
 	}
-	b := &w.buckets[k%w.n]
+	b := &w.buckets[k&w.mask]
 	if b.num.Load() == -1 {
 		b.num.Store(k)
 	}

@@ -492,7 +492,6 @@ func TestBreakerOutcome(t *testing.T) {
 		{"breaker open", &breaker.OpenError{Name: "x"}, breaker.OutcomeIgnored},
 		{"bulkhead full", &bulkhead.FullError{Name: "x"}, breaker.OutcomeIgnored},
 		{"business", classify.Business(errBoom), breaker.OutcomeIgnored},
-		{"breaker.Ignore", breaker.Ignore(errBoom), breaker.OutcomeIgnored},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, BreakerOutcome(tt.err), tt.name)

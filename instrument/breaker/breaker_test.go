@@ -262,8 +262,9 @@ func TestCanTransitionPairs(t *testing.T) {
 	assert.False(t, CanTransition(catalog.StateOpen, catalog.StateOpen))
 }
 
-// TestTripTimelineCB71 replays seed-notes CB-71: consecutive 5, open 30 s, one probe.
-func TestTripTimelineCB71(t *testing.T) {
+// TestTripTimeline follows a breaker second by second through a trip and its probe: five
+// consecutive failures, open 30 s, one probe that either succeeds or fails.
+func TestTripTimeline(t *testing.T) {
 	for _, outcome := range []string{"A probe succeeds", "B probe fails"} {
 		t.Run(outcome, func(t *testing.T) {
 			b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 5, OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1})
@@ -355,8 +356,9 @@ func TestTripTimelineCB71(t *testing.T) {
 	}
 }
 
-// TestToyDemoCB27 replays the S000 demo: consecutive 2, open 1 s, one probe.
-func TestToyDemoCB27(t *testing.T) {
+// TestSmallestBreakerDemo walks the smallest useful breaker: two consecutive failures trip it,
+// it stays open 1 s, one probe decides.
+func TestSmallestBreakerDemo(t *testing.T) {
 	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, OpenDuration: time.Second, NoJitter: true, HalfOpenCalls: 1})
 	steps := []struct {
 		name  string
@@ -401,7 +403,9 @@ func fortyPercent(n int, seed uint64) []bool {
 	return out[:n]
 }
 
-func TestFortyPercentFailuresCB30(t *testing.T) {
+// A steady 40% failure rate trips a count window with a 0.3 threshold, but never five
+// failures in a row.
+func TestFortyPercentFailures(t *testing.T) {
 	seq := fortyPercent(1000, 42)
 	run := func(b *Breaker) (tripped bool) {
 		for _, f := range seq {

@@ -319,10 +319,14 @@ func TestHalfOpenExpiryReopensAtTheInstant(t *testing.T) {
 
 	at(15*time.Second - time.Nanosecond)
 	assert.Equal(t, catalog.StateHalfOpen, b.State())
+	assert.Equal(t, 1, b.Snapshot().HalfOpenProbes)
+	assert.Zero(t, b.Snapshot().OpenUntil)
 	at(15 * time.Second)
 	assert.Equal(t, catalog.StateOpen, b.State(), "reopened at half-open start + HalfOpenMaxDuration")
 	assert.Equal(t, catalog.StateOpen, b.Snapshot().State)
 	assert.Equal(t, catalog.StateHalfOpen, b.Snapshot().StoredState, "reading committed nothing")
+	assert.Zero(t, b.Snapshot().HalfOpenProbes, "the probe belongs to the expired half-open period")
+	assert.Equal(t, t0.Add(25*time.Second), b.Snapshot().OpenUntil, "the open period drawn at the limit")
 
 	// A call 2 s after the expiry commits the reopen as of the expiry.
 	at(17 * time.Second)

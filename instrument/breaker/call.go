@@ -27,12 +27,8 @@ type Permit struct {
 // returned). On refusal the error matches [ErrOpen]. Acquire and Permit never allocate on the
 // closed path.
 func (b *Breaker) Acquire() (Permit, error) {
-	if e := b.cur.Load(); e.state == catalog.StateClosed {
-		// The closed fast path: admit, written out.
-		if s := b.set.Load(); s.timed || s.outcomes.Active() {
-			return Permit{b: b, e: e, start: b.now(), timed: true}, nil
-		}
-		return Permit{b: b, e: e}, nil
+	if e := b.cur.Load(); e.state == catalog.StateClosed || e.state == catalog.StateMetricsOnly {
+		return b.admit(e, b.set.Load()), nil // the closed fast path
 	}
 	return b.acquireSlow()
 }
@@ -45,8 +41,8 @@ func (b *Breaker) admit(e *epoch, s *settings) Permit {
 	return Permit{b: b, e: e}
 }
 
-// acquireSlow is Acquire in every state but closed: it admits, rejects, admits a half-open
-// probe, or first commits what time alone has changed and decides again.
+// acquireSlow is Acquire in every state but closed and metrics_only: it rejects, admits a
+// half-open probe, or first commits what time alone has changed and decides again.
 func (b *Breaker) acquireSlow() (Permit, error) {
 	s := b.set.Load()
 	for {

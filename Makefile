@@ -34,10 +34,18 @@ vet:
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-## generate: refresh the checked-in default output (rules, tests, runbooks, dashboards).
+## generate: refresh the checked-in output: the defaults (rules, tests, runbooks, dashboards) in
+## examples/generated, and in examples/generated-slo what the SLO example config adds to them
+## (a drift test in `make unit` compares both).
+SLO_EXAMPLE   := examples/slo/stormwatch.yaml
+GENERATED_SLO := examples/generated-slo
 generate:
 	rm -rf $(GENERATED)
 	$(STORMWATCH) generate all -o $(GENERATED)
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(STORMWATCH) generate all -c $(SLO_EXAMPLE) -o "$$tmp" >/dev/null && rm -rf $(GENERATED_SLO) && \
+	(cd "$$tmp" && find . -type f | sort) | while read -r f; do \
+		cmp -s "$$tmp/$$f" "$(GENERATED)/$$f" || { mkdir -p "$(GENERATED_SLO)/$$(dirname "$$f")" && cp "$$tmp/$$f" "$(GENERATED_SLO)/$$f"; }; done
 
 ## generated-check: regenerate the defaults into a temp dir, fail on drift from
 ## examples/generated, then lint and unit-test the fresh rules with promtool 3.16.
@@ -113,3 +121,23 @@ FORCE:
 .PHONY: install-check
 install-check:
 	scripts/check-install.sh
+
+## fuzz: fuzz every fuzz target of the repository (main module, conformance/, bench/) for
+## FUZZTIME each, one `go test -fuzz` run per target, then a summary table. The targets are
+## discovered (scripts/fuzz.sh: grep for func Fuzz…, cross-checked with `go test -list`), so a
+## new or moved target needs no edit here. FUZZ=regexp fuzzes only the matching targets.
+## `make test` runs the seed corpora only.
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+## soak: not in CI — `stormwatch demo --scenario outage` for SOAK_DURATION (default 10m) with
+## the outage lasting from 15s to the end, sampled every SOAK_EVERY (default 5s): RSS,
+## goroutines, open fds, /metrics size and series. Fails on growth from the middle third of the
+## run to the last third (the rule is in cmd/stormwatch/internal/demo/soak) or on an unclean stop.
+SOAK_DURATION ?= 10m
+SOAK_EVERY    ?= 5s
+.PHONY: soak
+soak: $(BIN)/stormwatch
+	$(GO) run ./cmd/stormwatch/internal/demo/soak -stormwatch $(BIN)/stormwatch -duration $(SOAK_DURATION) -every $(SOAK_EVERY)

@@ -17,6 +17,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -121,7 +122,7 @@ resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 		require.NoError(t, b.Do(bctx, takes(clk, 0, nil)))
 	}
 	require.Error(t, b.Do(bctx, takes(clk, 0, errDown)))
-	require.Error(t, b.Do(bctx, takes(clk, 0, breaker.Ignore(errDown))))
+	require.Error(t, b.Do(bctx, takes(clk, 0, classify.Business(errDown))))
 
 	// Durations observed: failed 250, 250, 500 ms and 0 (the instant failure); successful
 	// (slow ones included) 500 ms, 1.5 s, the 500 ms probe and 4 instant calls. The ignored call

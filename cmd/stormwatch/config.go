@@ -374,6 +374,7 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 				"provisioning": c.boolean(&c.dashboards.Provisioning),
 			})
 		},
+		"slos": c.decodeSLOs,
 	})
 	if err != nil {
 		return err

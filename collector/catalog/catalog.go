@@ -65,7 +65,7 @@ const (
 	LabelKind      = "kind"      // call outcome kind
 	LabelClass     = "class"     // failure class (see ErrorClasses)
 	LabelSource    = "source"    // what set a retry delay
-	LabelCause     = "cause"     // why a fallback ran
+	LabelCause     = "cause"     // why a fallback ran; why a circuit breaker tripped
 	LabelPrimitive = "primitive" // primitive kind, on the overflow counter
 )
 
@@ -215,9 +215,11 @@ var (
 	BreakerTransitions = Metric{CircuitBreaker, "transitions_total", Counter,
 		"Committed circuit breaker state transitions; trips are to=\"open\".",
 		UnitNone, labels(Label{LabelFrom, Names(States[:])}, Label{LabelTo, Names(States[:])}), nil}
+	// BreakerTrippedSince carries the cause of the trip that began the episode while it is
+	// not 0; while closed (0) the cause is empty, which Prometheus stores as no label.
 	BreakerTrippedSince = Metric{CircuitBreaker, "tripped_since_timestamp_seconds", Gauge,
-		"Unix time of the trip that began the current not-closed episode; 0 while closed.",
-		UnitTimestamp, labels(), nil}
+		"Unix time of the trip that began the current not-closed episode, labelled with its cause; 0 (and no cause) while closed.",
+		UnitTimestamp, labels(Label{LabelCause, Names(TripCauses[:])}), nil}
 	BreakerCalls = Metric{CircuitBreaker, "calls_total", Counter,
 		"Calls permitted by the circuit breaker, by outcome.",
 		UnitCalls, labels(Label{LabelKind, Names(CallKinds[:])}), nil}

@@ -136,12 +136,13 @@ func (m Metric) Label(name string) (Label, bool) {
 	return Label{}, false
 }
 
-// SeriesNames returns the names of the series the metric exposes: the full name for counters
-// and gauges; _bucket, _sum and _count for histograms.
+// SeriesNames returns the names under which Prometheus stores the metric: the full name for
+// counters and gauges; for histograms the full name (a native histogram is one series of that
+// name) and the _bucket, _sum and _count series of classic buckets.
 func (m Metric) SeriesNames(namespace string) []string {
 	n := m.FullName(namespace)
 	if m.Type == Histogram {
-		return []string{n + "_bucket", n + "_sum", n + "_count"}
+		return []string{n, n + "_bucket", n + "_sum", n + "_count"}
 	}
 	return []string{n}
 }

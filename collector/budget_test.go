@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -364,4 +368,65 @@ func logTable(t *testing.T, fresh, got, full map[string]int) {
 	}
 	fmt.Fprintf(&b, "%-60s %6d %6d %6d", "total", sums[0], sums[1], sums[2])
 	t.Log(b.String())
+}
+
+// textExposition gathers c and returns its text exposition.
+func textExposition(t *testing.T, c prometheus.Collector) []byte {
+	t.Helper()
+	pr := prometheus.NewPedanticRegistry()
+	require.NoError(t, pr.Register(c))
+	mfs, err := pr.Gather()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		require.NoError(t, enc.Encode(mf))
+	}
+	return buf.Bytes()
+}
+
+// TestExpositionsLintClean lints the default and the full-detail exposition after every path
+// with client_golang's linter and with `promtool check metrics` (bin/promtool, built by
+// scripts/install-tools.sh; the promtool half is skipped only when it is absent).
+func TestExpositionsLintClean(t *testing.T) {
+	h := newPipelineHistory(t, "payments")
+	h.everyPath()
+	h.p.Breaker().ForceOpen() // a rare state and a trip cause too
+	promtool := filepath.Join(moduleRoot(t), "bin", "promtool")
+	_, statErr := os.Stat(promtool)
+	for name, opts := range map[string][]Option{"default": nil, "full detail": {WithFullDetail()}, "classic buckets": {WithClassicBuckets()}} {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(h.reg, opts...)
+			require.NoError(t, err)
+			pr := prometheus.NewPedanticRegistry()
+			require.NoError(t, pr.Register(c))
+			problems, err := testutil.GatherAndLint(pr)
+			require.NoError(t, err)
+			assert.Empty(t, problems)
+
+			if statErr != nil {
+				t.Skipf("promtool half skipped: %v (run scripts/install-tools.sh)", statErr)
+			}
+			cmd := exec.Command(promtool, "check", "metrics")
+			cmd.Stdin = bytes.NewReader(textExposition(t, c))
+			out, err := cmd.CombinedOutput()
+			assert.NoError(t, err, "promtool check metrics: %s", out)
+			assert.Empty(t, strings.TrimSpace(string(out)), "promtool check metrics reports problems")
+		})
+	}
+}
+
+// moduleRoot returns the directory of the main module's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, parent, dir, "no go.mod above the test")
+		dir = parent
+	}
 }

@@ -407,8 +407,8 @@ type breakerReading struct {
 	visited     uint8 // bit s: the breaker is or has been in state s
 	slowOn      bool
 	cause       catalog.TripCause
-	tripped     float64                      // Unix seconds of the trip; 0 while closed
-	transitions [numTransitionPairs]float64  // in transitionPairs order
+	tripped     float64                     // Unix seconds of the trip; 0 while closed
+	transitions [numTransitionPairs]float64 // in transitionPairs order
 	calls       [catalog.NumCallKinds]float64
 	singles     [len(singleReads)]float64
 	durations   [len(catalog.DurationKinds)]*dto.Histogram // nil: not exported

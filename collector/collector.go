@@ -12,10 +12,11 @@
 // # Series
 //
 // Series are what users pay for, so the default exposition holds what the generated alerts and
-// dashboards read, and rare label values only once they occur: at most 20 series per circuit
+// dashboards read, and rare label values only once they occur: within 25 series per circuit
 // breaker and 50 per dependency behind a full pipeline (retry, breaker, bulkhead, timeout,
-// fallback), counted in the text format after every path has run. Series that the generated
-// rules or dashboards feed to rate() start at 0. In detail:
+// fallback), counted in the text format (20 and 50 once every path has run; a forced open and
+// its reset add 3 to the breaker). Series that the generated rules or dashboards feed to rate()
+// start at 0. In detail:
 //
 //   - circuit breaker: state for closed, open and half_open (the other states once the breaker
 //     has been in them); transitions to open from 0, the other transitions once they happened;

@@ -28,8 +28,9 @@
 //     attempts by class once a class is counted (class rejected, stormwatch's own refusals that
 //     the breaker and the bulkhead count already, only in full detail); the backoff delays of
 //     source backoff (retry_after once counted); budget tokens and denials.
-//   - bulkhead: max_concurrent_calls, inflight_calls, calls by admission, the wait histogram.
-//   - timeout and fallback: every kind and cause from 0.
+//   - bulkhead: max_concurrent_calls, inflight_calls, the permitted and rejected admissions
+//     (aborted once counted), the wait histogram.
+//   - timeout: successful, failed and timed_out (aborted once counted); fallback: every cause.
 //
 // Latency distributions are native histograms (one series for a scraper that negotiates
 // protobuf, three lines in the text formats). [WithClassicBuckets] adds classic buckets;
@@ -90,7 +91,7 @@ func WithClassicBuckets() Option {
 // kinds, every retry kind, every failure class and both delay sources, the configuration gauges
 // (failure_rate_threshold, open_duration_seconds, the slow-call gauges of breakers without
 // slow-call detection) and bulkhead waiting_calls, with classic buckets. Cost in the text
-// exposition: 79 series per breaker and 170 per dependency behind a full pipeline, against at
+// exposition: 79 series per breaker and 172 per dependency behind a full pipeline, against at
 // most 20 and 50 by default.
 func WithFullDetail() Option {
 	return func(c *Collector) error {

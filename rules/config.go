@@ -109,6 +109,11 @@ type Config struct {
 	// DashboardTitlePrefix is the title prefix of the generated Grafana dashboards, which the
 	// runbooks point at ("<prefix> / Overview"); "" means DefaultDashboardTitlePrefix.
 	DashboardTitlePrefix string
+	// SLOs are the dependency SLOs (see SLO). Their rules are a file of their own
+	// (GenerateSLORules: one group per SLO recording its SLI and error budget and alerting on
+	// its burn rate), with their own tests (GenerateSLOTests); GenerateRunbooks adds their
+	// runbook. Generate, Groups and GenerateTests leave them out.
+	SLOs []SLO
 }
 
 // DefaultDashboardTitlePrefix is the dashboards' default title prefix.
@@ -171,6 +176,7 @@ type resolved struct {
 	alerts      map[string]settings
 	dashboard   string        // title of the Overview dashboard
 	rateWindow  time.Duration // window of the recorded rates
+	slos        []*resolvedSLO
 }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
@@ -314,6 +320,9 @@ func (cfg Config) resolve() (*resolved, error) {
 			s.severity = o.Severity
 		}
 		r.alerts[sp.name] = s
+	}
+	if r.slos, err = r.resolveSLOs(cfg.SLOs); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

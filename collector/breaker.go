@@ -12,6 +12,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/histogram"
 )
 
 // breakerPart exports the circuitbreaker metrics of the catalog for every breaker in the
@@ -389,7 +390,12 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 	case readCalls:
 		out.Counter = counterAt(&r.calls[m.x])
 	case readDuration:
+		// A concurrent scrape may have stored a newer reading in which the breaker stopped
+		// recording durations (Reconfigure): then the histogram reads as empty this once.
 		out.Histogram = r.durations[m.x]
+		if out.Histogram == nil {
+			out.Histogram = emptyHistogram
+		}
 	case readNotPermitted:
 		out.Counter = counterAt(&r.singles[m.x])
 	default:
@@ -472,6 +478,7 @@ var (
 	gaugeOne       = &dto.Gauge{Value: &one}
 	gaugeNaN       = &dto.Gauge{Value: &nan}
 	counterZero    = &dto.Counter{Value: &zero}
+	emptyHistogram = histogramOf(&histogram.Snapshot{}, nil)
 )
 
 // gaugeAt returns a gauge message whose value is *v (v must not change).

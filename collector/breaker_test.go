@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -500,4 +501,38 @@ func ExampleNew_breaker() {
 	// Output:
 	// failed 0
 	// successful 1
+}
+
+// TestBreakerSeriesWrittenFromANewerReading: a series chosen by one scrape is written from the
+// breaker's latest reading, which a concurrent scrape may have replaced — here after the breaker
+// stopped recording durations. The histogram then reads as empty rather than missing.
+func TestBreakerSeriesWrittenFromANewerReading(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	b, err := reg.Breaker("a", breaker.Config{})
+	require.NoError(t, err)
+	require.NoError(t, b.Do(bctx, func(context.Context) error { return nil }))
+	c, err := New(reg)
+	require.NoError(t, err)
+	first := make(chan prometheus.Metric, 100)
+	c.Collect(first) // scrape 1 chooses its series...
+	close(first)
+	require.NoError(t, b.Reconfigure(breaker.Config{DisableDurationHistogram: true}))
+	second := make(chan prometheus.Metric, 100)
+	c.Collect(second) // ...scrape 2 stores a newer reading before scrape 1 writes them
+	close(second)
+	histograms := 0
+	for m := range first {
+		var out dto.Metric
+		require.NoError(t, m.Write(&out))
+		if strings.Contains(m.Desc().String(), catalog.BreakerCallDuration.FullName(catalog.DefaultNamespace)) {
+			histograms++
+			require.NotNil(t, out.Histogram, "a histogram series without a histogram")
+			assert.Zero(t, out.GetHistogram().GetSampleCount())
+		}
+	}
+	assert.Equal(t, 1, histograms)
+	for m := range second {
+		assert.NotContains(t, m.Desc().String(), catalog.BreakerCallDuration.FullName(catalog.DefaultNamespace))
+	}
 }

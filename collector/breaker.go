@@ -146,6 +146,9 @@ type breakerSeries struct {
 	// read is what the latest collect read of the breaker. Concurrent scrapes may see a slightly
 	// newer reading than their own; every reading is immutable once stored.
 	read atomic.Pointer[breakerReading]
+	// hist is the latest scrape's duration histograms (kept apart so that readings hold no
+	// pointers, which the garbage collector then never scans); nil: not exported.
+	hist [len(catalog.DurationKinds)]atomic.Pointer[dto.Histogram]
 
 	state       [catalog.NumStates]breakerMetric // in sortedStates order
 	transitions []breakerMetric                  // in transitionPairs order
@@ -285,10 +288,22 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
-	reads := make([]breakerReading, len(all)) // the readings of this scrape, one allocation
+	// The readings of this scrape in one allocation, the successful-call histograms in another:
+	// the passes over the families below touch the small readings only.
+	reads := make([]breakerReading, len(all))
+	hists := make([]histogramBox, len(all))
 	for i, s := range all {
 		sn := s.b.Snapshot()
 		p.fillReading(&reads[i], &sn)
+		var succ, failed *dto.Histogram
+		if sn.DurationsRecorded {
+			succ = hists[i].fill(&sn.Durations[catalog.CallSuccessful], p.bounds)
+			if p.full {
+				failed = histogramOf(&sn.Durations[catalog.CallFailed], p.bounds)
+			}
+		}
+		s.hist[catalog.CallSuccessful].Store(succ)
+		s.hist[catalog.CallFailed].Store(failed)
 		s.read.Store(&reads[i])
 	}
 	full := p.full
@@ -338,7 +353,7 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for j, k := range sortedDurationKinds {
 		for i, s := range all {
-			if reads[i].durations[k] != nil {
+			if reads[i].durations&(1<<k) != 0 {
 				ch <- &s.duration[j]
 			}
 		}
@@ -392,7 +407,7 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 	case readDuration:
 		// A concurrent scrape may have stored a newer reading in which the breaker stopped
 		// recording durations (Reconfigure): then the histogram reads as empty this once.
-		out.Histogram = r.durations[m.x]
+		out.Histogram = m.s.hist[m.x].Load()
 		if out.Histogram == nil {
 			out.Histogram = emptyHistogram
 		}
@@ -406,8 +421,8 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 
 // breakerReading is what one scrape exports of one breaker, taken from its Snapshot: the
 // counters (as the float64 values the dto messages point to), the states it has been in, the
-// histograms it exports and the values of the unlabelled series. The successful-call histogram
-// lives in the reading itself. A scrape allocates the readings of all breakers at once.
+// histograms it exports and the values of the unlabelled series. A scrape allocates the readings
+// of all breakers at once.
 type breakerReading struct {
 	state       catalog.State
 	visited     uint8 // bit s: the breaker is or has been in state s
@@ -417,8 +432,7 @@ type breakerReading struct {
 	transitions [numTransitionPairs]float64 // in transitionPairs order
 	calls       [catalog.NumCallKinds]float64
 	singles     [len(singleReads)]float64
-	durations   [len(catalog.DurationKinds)]*dto.Histogram // nil: not exported
-	successful  histogramBox
+	durations   uint8 // bit k: the histogram of duration kind k is exported
 }
 
 // numTransitionPairs is len(transitionPairs), checked by a test: the transitions that
@@ -439,9 +453,9 @@ func (p *breakerPart) fillReading(r *breakerReading, sn *breaker.Snapshot) {
 		r.calls[k] = float64(n)
 	}
 	if sn.DurationsRecorded {
-		r.durations[catalog.CallSuccessful] = r.successful.fill(&sn.Durations[catalog.CallSuccessful], p.bounds)
+		r.durations = 1 << catalog.CallSuccessful
 		if p.full {
-			r.durations[catalog.CallFailed] = histogramOf(&sn.Durations[catalog.CallFailed], p.bounds)
+			r.durations |= 1 << catalog.CallFailed
 		}
 	}
 	if !sn.TrippedSince.IsZero() {

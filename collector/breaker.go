@@ -2,6 +2,7 @@ package collector
 
 import (
 	"math"
+	"math/bits"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -28,12 +29,13 @@ import (
 // kind, both duration kinds and every configuration gauge, from the start.
 //
 // Scraping 10,000 breakers is dominated by client_golang's own per-series work, so this part
-// keeps its share small: the label pairs and the prometheus.Metric objects of a breaker are
-// built once, the first time a scrape sees it. Each scrape takes one Snapshot per breaker and
-// keeps what it exports in a compact reading (one allocation per breaker, the successful-call
-// histogram included); every series of the breaker reads its value from that reading into the
-// dto message (one allocation per series). Series are sent family by family in label order, so
-// the registry's sort finds them already sorted.
+// keeps its share small. A breaker's prometheus.Metric objects and label pairs are built for
+// the set of series it exports (its layout), and rebuilt only when that set changes (a state
+// visited, a transition or call kind counted for the first time). Each scrape takes one
+// Snapshot per breaker and keeps what it exports in a compact reading, without pointers (the
+// readings of all breakers in one allocation); a series' dto message points into the reading
+// (no allocation for the values 0, 1 and NaN, one otherwise). Series are sent family by family
+// in label order, so the registry's sort finds them already sorted.
 type breakerPart struct {
 	reg    *instrument.Registry
 	full   bool
@@ -129,94 +131,179 @@ var singleReads = [...]uint8{readNotPermitted, readFailureRate, readSlowRate,
 
 // breakerMetric is one series of one breaker: a prometheus.Metric that reads its value from the
 // breaker's latest snapshot when the registry asks for it. It is kept small (16 bytes, one
-// pointer) because a scrape of 10,000 breakers walks hundreds of thousands of them and the
+// pointer) because a scrape of 10,000 breakers walks a hundred thousand of them and the
 // garbage collector scans them all.
 type breakerMetric struct {
-	s      *breakerSeries
-	lo, hi uint8 // its label pairs: s.labels[lo:hi]
+	l      *seriesLayout
+	lo, hi uint8 // its label pairs: l.labels[lo:hi]
 	read   uint8
-	x, y   uint8 // state, call kind or duration kind; for a transition its index in transitionPairs and its to state
+	x, y   uint8 // state, call kind, duration kind or index in singleReads; for a transition its index in transitionPairs and its to state
 }
 
-// breakerSeries holds a breaker's metrics, grouped for family-by-family emission.
+// breakerSeries is what the collector keeps of a breaker between scrapes: its latest reading
+// and the layout of the series it exports.
 type breakerSeries struct {
-	p      *breakerPart
-	b      *breaker.Breaker
-	labels []*dto.LabelPair // every metric's label pairs, back to back
+	p    *breakerPart
+	b    *breaker.Breaker
+	name *dto.LabelPair
 	// read is what the latest collect read of the breaker. Concurrent scrapes may see a slightly
 	// newer reading than their own; every reading is immutable once stored.
 	read atomic.Pointer[breakerReading]
 	// hist is the latest scrape's duration histograms (kept apart so that readings hold no
 	// pointers, which the garbage collector then never scans); nil: not exported.
 	hist [len(catalog.DurationKinds)]atomic.Pointer[dto.Histogram]
-
-	state       [catalog.NumStates]breakerMetric // in sortedStates order
-	transitions []breakerMetric                  // in transitionPairs order
-	fromEnd     [catalog.NumStates]uint8         // transitions of the i-th from end at fromEnd[i]
-	tripped     breakerMetric                    // its label pairs: (cause, name) per cause, see tripLabels
-	calls       [catalog.NumCallKinds]breakerMetric
-	duration    [len(catalog.DurationKinds)]breakerMetric
-	single      [len(singleReads)]breakerMetric
+	// layout holds the metrics of the series exported, rebuilt (rarely) when that set changes.
+	layout atomic.Pointer[seriesLayout]
 }
 
-// labelPairsPerBreaker is the number of label pairs of one breaker's series: `name` on every
-// series, plus the state, from and to, kind or cause label.
-var labelPairsPerBreaker = 2*catalog.NumStates + 3*len(transitionPairs) + 2*(catalog.NumTripCauses+1) +
-	2*catalog.NumCallKinds + 2*len(catalog.DurationKinds) + len(singleReads)
+// The groups of a breaker's series, in emission order: each is one family, or the part of a
+// family with one value of the label that sorts before `name` (the from state of a transition,
+// the kind of a call or of a duration), so that sending group after group, breaker after
+// breaker, sends each family in label order.
+const (
+	groupStates  = 0
+	groupFrom    = 1                                     // + index in sortedStates
+	groupTripped = groupFrom + catalog.NumStates         // one series, sent by cause
+	groupCalls   = groupTripped + 1                      // + index in sortedCallKinds
+	groupDur     = groupCalls + catalog.NumCallKinds     // + index in sortedDurationKinds
+	groupSingle  = groupDur + len(catalog.DurationKinds) // + index in singleReads
+	numGroups    = groupSingle + len(singleReads)
+)
+
+// Bits of a layout's shape: which of a breaker's possible series it exports.
+const (
+	shapeStates      = 0                                     // + index in sortedStates
+	shapeTransitions = shapeStates + catalog.NumStates       // + index in transitionPairs
+	shapeCalls       = shapeTransitions + numTransitionPairs // + index in sortedCallKinds
+	shapeDur         = shapeCalls + catalog.NumCallKinds     // + index in sortedDurationKinds
+	shapeSingle      = shapeDur + len(catalog.DurationKinds) // + index in singleReads
+	numShapeBits     = shapeSingle + len(singleReads)
+)
+
+// seriesLayout is an immutable set of a breaker's series: the metrics of its shape, grouped by
+// numGroups, and their label pairs.
+type seriesLayout struct {
+	s       *breakerSeries
+	shape   uint64
+	group   [numGroups + 1]uint8 // the metrics of group g are metrics[group[g]:group[g+1]]
+	metrics []breakerMetric
+	labels  []*dto.LabelPair // every metric's label pairs, back to back
+}
 
 func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries {
-	s := &breakerSeries{p: p, b: b, labels: make([]*dto.LabelPair, 0, labelPairsPerBreaker)}
-	nameLabel := labelPair(catalog.LabelName, name)
-	m := func(read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
+	return &breakerSeries{p: p, b: b, name: labelPair(catalog.LabelName, name)}
+}
+
+// layoutFor returns s's layout of shape, building a new one when the shape changed.
+func (s *breakerSeries) layoutFor(shape uint64) *seriesLayout {
+	if l := s.layout.Load(); l != nil && l.shape == shape {
+		return l
+	}
+	l := &seriesLayout{s: s, shape: shape}
+	n := bits.OnesCount64(shape) + 1
+	l.metrics = make([]breakerMetric, 0, n)
+	l.labels = make([]*dto.LabelPair, 0, 3*n+2*catalog.NumTripCauses)
+	g := 0
+	startGroup := func(to int) {
+		for ; g <= to; g++ {
+			l.group[g] = uint8(len(l.metrics))
+		}
+	}
+	add := func(bit int, read uint8, x, y uint8, extra ...*dto.LabelPair) {
+		if bit >= 0 && shape&(1<<bit) == 0 {
+			return
+		}
 		// Label pairs sorted by label name, as client_golang expects: cause < from < kind <
 		// name < state < to.
-		lo := len(s.labels)
-		for _, l := range extra {
-			if l.GetName() < catalog.LabelName {
-				s.labels = append(s.labels, l)
+		lo := len(l.labels)
+		for _, lp := range extra {
+			if lp.GetName() < catalog.LabelName {
+				l.labels = append(l.labels, lp)
 			}
 		}
-		s.labels = append(s.labels, nameLabel)
-		for _, l := range extra {
-			if l.GetName() > catalog.LabelName {
-				s.labels = append(s.labels, l)
+		l.labels = append(l.labels, s.name)
+		for _, lp := range extra {
+			if lp.GetName() > catalog.LabelName {
+				l.labels = append(l.labels, lp)
 			}
 		}
-		return breakerMetric{s: s, lo: uint8(lo), hi: uint8(len(s.labels)), read: read, x: x, y: y}
+		l.metrics = append(l.metrics, breakerMetric{l: l, lo: uint8(lo), hi: uint8(len(l.labels)), read: read, x: x, y: y})
 	}
+	startGroup(groupStates)
 	for i, st := range sortedStates {
-		s.state[i] = m(readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
+		add(shapeStates+i, readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
 	}
-	s.transitions = make([]breakerMetric, len(transitionPairs))
-	for i, tr := range transitionPairs {
-		from, to := tr[0], tr[1]
-		s.transitions[i] = m(readTransitions, uint8(i), uint8(to),
-			stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to])
-		for j, st := range sortedStates {
-			if st == from {
-				s.fromEnd[j] = uint8(i + 1)
+	for f, from := range sortedStates {
+		startGroup(groupFrom + f)
+		for i, tr := range transitionPairs {
+			if tr[0] == from {
+				add(shapeTransitions+i, readTransitions, uint8(i), uint8(tr[1]),
+					stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][tr[1]])
 			}
 		}
 	}
-	for j := 1; j < len(s.fromEnd); j++ { // a from state without transitions ends where the last did
-		s.fromEnd[j] = max(s.fromEnd[j], s.fromEnd[j-1])
-	}
-	// tripped_since: (cause, name) for each cause by its catalog value, then ("", name).
-	s.tripped = m(readTripped, 0, 0, causeLabels[0])
+	// tripped_since: one metric whose label pairs are (cause, name) for each cause by its
+	// catalog value, then ("", name); Write picks the pair of the reading's cause.
+	startGroup(groupTripped)
+	add(-1, readTripped, 0, 0, causeLabels[0])
 	for _, c := range catalog.TripCauses[1:] {
-		m(readTripped, 0, 0, causeLabels[c])
+		l.labels = append(l.labels, causeLabels[c], s.name)
 	}
-	m(readTripped, 0, 0, causeLabels[catalog.NumTripCauses])
+	l.labels = append(l.labels, causeLabels[catalog.NumTripCauses], s.name)
 	for i, k := range sortedCallKinds {
-		s.calls[i] = m(readCalls, uint8(k), 0, kindLabels[k])
+		startGroup(groupCalls + i)
+		add(shapeCalls+i, readCalls, uint8(k), 0, kindLabels[k])
 	}
 	for i, k := range sortedDurationKinds {
-		s.duration[i] = m(readDuration, uint8(k), 0, kindLabels[k])
+		startGroup(groupDur + i)
+		add(shapeDur+i, readDuration, uint8(k), 0, kindLabels[k])
 	}
-	for i, r := range singleReads {
-		s.single[i] = m(r, uint8(i), 0)
+	for i, rd := range singleReads {
+		startGroup(groupSingle + i)
+		add(shapeSingle+i, rd, uint8(i), 0)
 	}
-	return s
+	startGroup(numGroups)
+	s.layout.Store(l)
+	return l
+}
+
+// shape returns the set of series that r exports (see breakerPart).
+func (p *breakerPart) shape(r *breakerReading) uint64 {
+	if p.full {
+		shape := uint64(1)<<numShapeBits - 1
+		if r.durations&(1<<catalog.CallSuccessful) == 0 { // the breaker does not record durations
+			shape &^= 3 << shapeDur
+		}
+		return shape
+	}
+	var shape uint64
+	for i, st := range sortedStates {
+		if st <= catalog.StateHalfOpen || r.visited&(1<<st) != 0 {
+			shape |= 1 << (shapeStates + i)
+		}
+	}
+	for i, tr := range transitionPairs {
+		if tr[1] == catalog.StateOpen || r.transitions[i] > 0 {
+			shape |= 1 << (shapeTransitions + i)
+		}
+	}
+	for i, k := range sortedCallKinds {
+		if r.calls[k] > 0 || k == catalog.CallSuccessful || k == catalog.CallFailed ||
+			(r.slowOn && (k == catalog.CallSlowSuccessful || k == catalog.CallSlowFailed)) {
+			shape |= 1 << (shapeCalls + i)
+		}
+	}
+	for i, k := range sortedDurationKinds {
+		if r.durations&(1<<k) != 0 {
+			shape |= 1 << (shapeDur + i)
+		}
+	}
+	for i, rd := range singleReads {
+		if exportedSingle(rd, r) {
+			shape |= 1 << (shapeSingle + i)
+		}
+	}
+	return shape
 }
 
 // Shared, immutable label pairs of the closed label sets, indexed by the catalog value.
@@ -288,13 +375,16 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
-	// The readings of this scrape in one allocation, the successful-call histograms in another:
-	// the passes over the families below touch the small readings only.
+	// The readings of this scrape in one allocation (they hold no pointers), the successful-call
+	// histograms in another, the layouts in a third.
 	reads := make([]breakerReading, len(all))
 	hists := make([]histogramBox, len(all))
+	lays := make([]*seriesLayout, len(all))
+	var tripped []int // the breakers not closed, usually few
 	for i, s := range all {
 		sn := s.b.Snapshot()
-		p.fillReading(&reads[i], &sn)
+		r := &reads[i]
+		p.fillReading(r, &sn)
 		var succ, failed *dto.Histogram
 		if sn.DurationsRecorded {
 			succ = hists[i].fill(&sn.Durations[catalog.CallSuccessful], p.bounds)
@@ -304,66 +394,37 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 		}
 		s.hist[catalog.CallSuccessful].Store(succ)
 		s.hist[catalog.CallFailed].Store(failed)
-		s.read.Store(&reads[i])
+		s.read.Store(r)
+		lays[i] = s.layoutFor(p.shape(r))
+		if r.tripped != 0 {
+			tripped = append(tripped, i)
+		}
 	}
-	full := p.full
-	for i, s := range all {
-		r := &reads[i]
-		for j, st := range sortedStates {
-			if full || st <= catalog.StateHalfOpen || r.visited&(1<<st) != 0 {
-				ch <- &s.state[j]
+	send := func(g int) {
+		for _, l := range lays {
+			for j := l.group[g]; j < l.group[g+1]; j++ {
+				ch <- &l.metrics[j]
 			}
 		}
 	}
-	for i := range sortedStates {
-		for k, s := range all {
-			r := &reads[k]
-			lo := uint8(0)
-			if i > 0 {
-				lo = s.fromEnd[i-1]
-			}
-			for j := lo; j < s.fromEnd[i]; j++ {
-				tr := &s.transitions[j]
-				if full || catalog.State(tr.y) == catalog.StateOpen || r.transitions[tr.x] > 0 {
-					ch <- tr
-				}
-			}
-		}
+	for g := groupStates; g < groupTripped; g++ {
+		send(g)
 	}
-	for i, s := range all { // the closed ones (empty cause) first, then by cause
+	// tripped_since by cause: the closed breakers (empty cause) first.
+	for i, l := range lays {
 		if reads[i].tripped == 0 {
-			ch <- &s.tripped
+			ch <- &l.metrics[l.group[groupTripped]]
 		}
 	}
 	for _, c := range sortedTripCauses {
-		for i, s := range all {
-			if r := &reads[i]; r.tripped != 0 && r.cause == c {
-				ch <- &s.tripped
+		for _, i := range tripped {
+			if reads[i].cause == c {
+				ch <- &lays[i].metrics[lays[i].group[groupTripped]]
 			}
 		}
 	}
-	for j, k := range sortedCallKinds {
-		for i, s := range all {
-			r := &reads[i]
-			if full || r.calls[k] > 0 || k == catalog.CallSuccessful || k == catalog.CallFailed ||
-				(r.slowOn && (k == catalog.CallSlowSuccessful || k == catalog.CallSlowFailed)) {
-				ch <- &s.calls[j]
-			}
-		}
-	}
-	for j, k := range sortedDurationKinds {
-		for i, s := range all {
-			if reads[i].durations&(1<<k) != 0 {
-				ch <- &s.duration[j]
-			}
-		}
-	}
-	for j, rd := range singleReads {
-		for i, s := range all {
-			if full || exportedSingle(rd, &reads[i]) {
-				ch <- &s.single[j]
-			}
-		}
+	for g := groupTripped + 1; g < numGroups; g++ {
+		send(g)
 	}
 }
 
@@ -379,12 +440,12 @@ func exportedSingle(rd uint8, r *breakerReading) bool {
 }
 
 // Desc implements prometheus.Metric.
-func (m *breakerMetric) Desc() *prometheus.Desc { return m.s.p.descs[m.read] }
+func (m *breakerMetric) Desc() *prometheus.Desc { return m.l.s.p.descs[m.read] }
 
 // Write implements prometheus.Metric: it reads the breaker's latest snapshot.
 func (m *breakerMetric) Write(out *dto.Metric) error {
-	out.Label = m.s.labels[m.lo:m.hi:m.hi]
-	r := m.s.read.Load()
+	out.Label = m.l.labels[m.lo:m.hi:m.hi]
+	r := m.l.s.read.Load()
 	switch m.read {
 	case readState:
 		if r.state == catalog.State(m.x) {
@@ -400,14 +461,14 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 			c = int(r.cause)
 		}
 		lo := int(m.lo) + 2*c
-		out.Label = m.s.labels[lo : lo+2 : lo+2]
+		out.Label = m.l.labels[lo : lo+2 : lo+2]
 		out.Gauge = gaugeAt(&r.tripped)
 	case readCalls:
 		out.Counter = counterAt(&r.calls[m.x])
 	case readDuration:
 		// A concurrent scrape may have stored a newer reading in which the breaker stopped
 		// recording durations (Reconfigure): then the histogram reads as empty this once.
-		out.Histogram = m.s.hist[m.x].Load()
+		out.Histogram = m.l.s.hist[m.x].Load()
 		if out.Histogram == nil {
 			out.Histogram = emptyHistogram
 		}

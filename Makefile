@@ -115,3 +115,23 @@ FORCE:
 .PHONY: install-check
 install-check:
 	scripts/check-install.sh
+
+## fuzz: fuzz every fuzz target of the repository (main module, conformance/, bench/) for
+## FUZZTIME each, one `go test -fuzz` run per target, then a summary table. The targets are
+## discovered (scripts/fuzz.sh: grep for func Fuzz…, cross-checked with `go test -list`), so a
+## new or moved target needs no edit here. FUZZ=regexp fuzzes only the matching targets.
+## `make test` runs the seed corpora only.
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+## soak: not in CI — `stormwatch demo --scenario outage` for SOAK_DURATION (default 10m) with
+## the outage lasting from 15s to the end, sampled every SOAK_EVERY (default 5s): RSS,
+## goroutines, open fds, /metrics size and series. Fails on growth from the middle third of the
+## run to the last third (the rule is in cmd/stormwatch/internal/demo/soak) or on an unclean stop.
+SOAK_DURATION ?= 10m
+SOAK_EVERY    ?= 5s
+.PHONY: soak
+soak: $(BIN)/stormwatch
+	$(GO) run ./cmd/stormwatch/internal/demo/soak -stormwatch $(BIN)/stormwatch -duration $(SOAK_DURATION) -every $(SOAK_EVERY)

@@ -19,6 +19,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -83,7 +84,7 @@ func breakerHistory(t *testing.T, clk *clock.Fake, b *breaker.Breaker, check fun
 		require.NoError(t, b.Do(bctx, takes(clk, 0, nil)))
 	}
 	require.Error(t, b.Do(bctx, takes(clk, 0, errDown)))
-	require.Error(t, b.Do(bctx, takes(clk, 0, breaker.Ignore(errDown))))
+	require.Error(t, b.Do(bctx, takes(clk, 0, classify.Business(errDown))))
 	check("end")
 }
 

@@ -38,7 +38,7 @@ import (
 var vocabularyAllowed = map[string]string{
 	"breaker/config.go: consecutive_failures": "WindowKind.String of the ConsecutiveFailures window, a configuration " +
 		"word; it equals the trip cause consecutive_failures by design but is not a label value",
-	"breaker/breaker.go: disabled": "the free-text Reason of the transition Disable() records, not a label value",
+	"breaker/transition.go: disabled": "the free-text Reason of the transition Disable() records, not a label value",
 }
 
 // vocabularyWords returns every word of the catalog's vocabulary and what it is.

@@ -20,7 +20,7 @@ func init() {
 
 // demoUsage is the synopsis of `stormwatch demo`.
 var demoUsage = "usage: stormwatch demo [--listen 127.0.0.1:9464] [--scenario " + strings.Join(demo.ScenarioNames, "|") + "]\n" +
-	"                       [--duration 5m] [--speed 1] [--rps 20] [--log-format json|text] [--log-file path|-]\n" +
+	"                       [--duration 5m] [--outage 60s] [--speed 1] [--rps 20] [--log-format json|text] [--log-file path|-]\n" +
 	"                       [--prometheus bin/prometheus [--prometheus-listen 127.0.0.1:9090]] [--print-profile]"
 
 // runDemo is `stormwatch demo`. It stops cleanly (exit 0) on SIGINT, SIGTERM and at the end of
@@ -34,6 +34,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Listen, "listen", demo.DefaultListen, "address of /metrics (loopback only; port 0 picks a free one, printed on the first line)")
 	fs.StringVar(&cfg.Scenario, "scenario", demo.DefaultScenario, "fault script: "+strings.Join(demo.ScenarioNames, "|"))
 	fs.DurationVar(&cfg.Duration, "duration", demo.DefaultDuration, "how long to run (wall time; 0: until Ctrl-C, the default with --prometheus)")
+	fs.DurationVar(&cfg.Outage, "outage", 0, "how long the fault of the "+strings.Join(demo.OutageScenarios, ", ")+" scenarios lasts (demo time; default 60s), e.g. 9m for a soak")
 	fs.Float64Var(&cfg.Speed, "speed", demo.DefaultSpeed, "divide every scripted duration, open duration, timeout and injected latency by this (Prometheus's windows do not speed up: keep 1 to watch alerts)")
 	fs.Float64Var(&cfg.Rate, "rps", demo.DefaultRate, "calls per second (demo time) to each dependency; --speed multiplies it too")
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", "retry log format: json|text")
@@ -64,8 +65,15 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stormwatch demo: --speed %v, --rps %v: both must be > 0\n", cfg.Speed, cfg.Rate)
 		return exitUsage
 	}
-	durationSet := false
-	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
+	durationSet, outageSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		durationSet = durationSet || f.Name == "duration"
+		outageSet = outageSet || f.Name == "outage"
+	})
+	if outageSet && cfg.Outage <= 0 {
+		fmt.Fprintf(stderr, "stormwatch demo: --outage %v: must be positive\n", cfg.Outage)
+		return exitUsage
+	}
 	if prom.bin != "" && !durationSet {
 		cfg.Duration = 0 // keep Prometheus and the alerts up until Ctrl-C
 	}

@@ -2,7 +2,7 @@
 // dashboards for services instrumented with stormwatch.
 //
 //	stormwatch generate [all|rules|tests|runbooks|dashboards] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator]
-//	stormwatch demo [--listen 127.0.0.1:9464] [--scenario name] [--duration 5m] [--speed 1]
+//	stormwatch demo [--listen 127.0.0.1:9464] [--scenario name] [--duration 5m] [--outage 60s] [--speed 1]
 //	stormwatch version
 //
 // "stormwatch <command> -h" prints a command's usage on stdout. Exit codes: 0 ok, 1 runtime

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -106,7 +107,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 	}{
 		{Config{Window: WindowKind(7)}, "Window", "WindowKind(7)"},
 		{Config{WindowSize: -1}, "WindowSize", "-1"},
-		{Config{WindowSize: MaxWindowSize + 1}, "WindowSize", fmt.Sprint(MaxWindowSize + 1)},
+		{Config{WindowSize: maxWindowSize + 1}, "WindowSize", fmt.Sprint(maxWindowSize + 1)},
 		{Config{WindowDuration: time.Minute}, "WindowDuration", "1m0s"},
 		{Config{BucketDuration: time.Second}, "BucketDuration", "1s"},
 		{Config{Window: TimeBased, WindowDuration: -time.Second}, "WindowDuration", "-1s"},
@@ -126,7 +127,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 		{Config{SlowCallRateThreshold: 2}, "SlowCallRateThreshold", "2"},
 		{Config{SlowCallDuration: -time.Millisecond}, "SlowCallDuration", "-1ms"},
 		{Config{HalfOpenCalls: -1}, "HalfOpenCalls", "-1"},
-		{Config{HalfOpenCalls: MaxHalfOpenCalls + 1}, "HalfOpenCalls", fmt.Sprint(MaxHalfOpenCalls + 1)},
+		{Config{HalfOpenCalls: maxHalfOpenCalls + 1}, "HalfOpenCalls", fmt.Sprint(maxHalfOpenCalls + 1)},
 		{Config{HalfOpenMaxDuration: -time.Second}, "HalfOpenMaxDuration", "-1s"},
 		{Config{OpenDuration: -time.Second}, "OpenDuration", "-1s"},
 		{Config{OpenJitter: 1}, "OpenJitter", "1"},
@@ -261,8 +262,9 @@ func TestCanTransitionPairs(t *testing.T) {
 	assert.False(t, CanTransition(catalog.StateOpen, catalog.StateOpen))
 }
 
-// TestTripTimelineCB71 replays seed-notes CB-71: consecutive 5, open 30 s, one probe.
-func TestTripTimelineCB71(t *testing.T) {
+// TestTripTimeline follows a breaker second by second through a trip and its probe: five
+// consecutive failures, open 30 s, one probe that either succeeds or fails.
+func TestTripTimeline(t *testing.T) {
 	for _, outcome := range []string{"A probe succeeds", "B probe fails"} {
 		t.Run(outcome, func(t *testing.T) {
 			b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 5, OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1})
@@ -354,8 +356,9 @@ func TestTripTimelineCB71(t *testing.T) {
 	}
 }
 
-// TestToyDemoCB27 replays the S000 demo: consecutive 2, open 1 s, one probe.
-func TestToyDemoCB27(t *testing.T) {
+// TestSmallestBreakerDemo walks the smallest useful breaker: two consecutive failures trip it,
+// it stays open 1 s, one probe decides.
+func TestSmallestBreakerDemo(t *testing.T) {
 	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, OpenDuration: time.Second, NoJitter: true, HalfOpenCalls: 1})
 	steps := []struct {
 		name  string
@@ -400,7 +403,9 @@ func fortyPercent(n int, seed uint64) []bool {
 	return out[:n]
 }
 
-func TestFortyPercentFailuresCB30(t *testing.T) {
+// A steady 40% failure rate trips a count window with a 0.3 threshold, but never five
+// failures in a row.
+func TestFortyPercentFailures(t *testing.T) {
 	seq := fortyPercent(1000, 42)
 	run := func(b *Breaker) (tripped bool) {
 		for _, f := range seq {
@@ -630,7 +635,7 @@ func TestProbePermitReturnedOnPanicAndCancel(t *testing.T) {
 	assert.Equal(t, uint64(2), b.Snapshot().Calls[catalog.CallIgnored])
 	assert.Equal(t, 0, b.Snapshot().HalfOpenProbes, "the cancelled probe returned its permit")
 
-	_, err = Call(ctx, b, func(context.Context) (int, error) { return 0, Ignore(errors.New("not found")) })
+	_, err = Call(ctx, b, func(context.Context) (int, error) { return 0, classify.Business(errors.New("not found")) })
 	require.Error(t, err)
 	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.CallIgnored])
 
@@ -804,16 +809,14 @@ func TestClassifier(t *testing.T) {
 		return DefaultClassify(err)
 	}})
 	require.ErrorIs(t, b.Do(ctx, func(context.Context) error { return biz }), biz, "errors are returned untouched")
-	require.Error(t, b.Do(ctx, func(context.Context) error { return Ignore(errBoom) }))
+	require.Error(t, b.Do(ctx, func(context.Context) error { return classify.Business(errBoom) }))
 	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallSuccessful])
 	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallIgnored])
 	assert.Equal(t, catalog.StateClosed, b.State())
 
 	assert.Equal(t, OutcomeIgnored, DefaultClassify(fmt.Errorf("wrapped: %w", context.Canceled)))
 	assert.Equal(t, OutcomeFailure, DefaultClassify(context.DeadlineExceeded))
-	assert.Equal(t, OutcomeIgnored, DefaultClassify(fmt.Errorf("x: %w", Ignore(errBoom))))
-	assert.ErrorIs(t, Ignore(errBoom), errBoom)
-	assert.NoError(t, Ignore(nil))
+	assert.Equal(t, OutcomeIgnored, DefaultClassify(fmt.Errorf("x: %w", classify.Business(errBoom))))
 	assert.Equal(t, OutcomeSuccess, DefaultClassify(nil))
 }
 
@@ -865,7 +868,7 @@ func TestConcurrentExactAccounting(t *testing.T) {
 				case x < 3:
 					fnErr = errBoom
 				case x == 3:
-					fnErr = Ignore(errBoom)
+					fnErr = classify.Business(errBoom)
 				}
 				switch i % 3 {
 				case 0:
@@ -974,8 +977,8 @@ func TestTripsCountedByCause(t *testing.T) {
 		}, catalog.TripProbeFailed, catalog.TripConsecutiveFailures},
 		{"half-open max duration", Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxDuration: time.Second}, func(t *testing.T, b *Breaker, clk *clock.Fake) {
 			tripConsecutive(t, b, 1)
-			clk.Advance(time.Minute)
-			_, err := b.Acquire() // the probe never reports
+			clk.Advance(30 * time.Second) // the end of the open period: a minute would be past the half-open limit
+			_, err := b.Acquire()         // the probe never reports
 			require.NoError(t, err)
 			clk.Advance(2 * time.Second)
 			_, _ = b.Acquire() // commits the reopen (if not committed already)
@@ -1034,6 +1037,15 @@ func TestDefaultClassifyFollowsFailureClassification(t *testing.T) {
 		{"408", statusErr(408), OutcomeFailure},
 		{"own rejection", &OpenError{Name: "x"}, OutcomeIgnored},
 		{"plain error", errBoom, OutcomeFailure},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), OutcomeFailure},
+		{"cancelled", fmt.Errorf("call: %w", context.Canceled), OutcomeIgnored},
+		// Business errors are ignored, whatever they wrap: the dependency answered as
+		// designed, and nothing about its health follows.
+		{"business", classify.Business(errBoom), OutcomeIgnored},
+		{"business wrapped", fmt.Errorf("transfer: %w", classify.Business(errBoom)), OutcomeIgnored},
+		{"business 409", classify.Business(statusErr(409)), OutcomeIgnored},
+		{"business 503", classify.Business(statusErr(503)), OutcomeIgnored},
+		{"business deadline", classify.Business(context.DeadlineExceeded), OutcomeIgnored},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, DefaultClassify(tt.err), tt.name)

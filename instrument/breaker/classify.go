@@ -1,8 +1,6 @@
 package breaker
 
 import (
-	"errors"
-
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 )
@@ -25,9 +23,8 @@ const (
 type Classifier func(err error) Outcome
 
 // DefaultClassify is the default [Classifier]. It applies the failure classification of
-// package classify (SPEC §2), so a breaker judges errors the same way the retry does:
-//   - nil is a success;
-//   - errors marked with [Ignore] or classify.Business, the caller's cancellation, and
+// package classify, so a breaker judges errors the way the retry does:
+//   - business errors (marked with classify.Business), the caller's cancellation and
 //     stormwatch's own rejections (an open breaker, a full bulkhead) are ignored: they say
 //     nothing about the dependency;
 //   - an HTTP error status that is not a breaker failure (4xx other than 408 and 429, 501, 505)
@@ -38,39 +35,13 @@ func DefaultClassify(err error) Outcome {
 	if err == nil {
 		return OutcomeSuccess
 	}
-	if IsIgnored(err) {
+	v := classify.ClassifyError(err, true)
+	switch {
+	case v.BreakerFailure:
+		return OutcomeFailure
+	case v.Class == catalog.ClassError, // not a breaker failure: a business error
+		v.Class == catalog.ClassCanceled, v.Class == catalog.ClassRejected:
 		return OutcomeIgnored
 	}
-	v := classify.ClassifyError(err, true)
-	if v.BreakerFailure {
-		return OutcomeFailure
-	}
-	var se classify.StatusError
-	if v.Class != catalog.ClassRejected && v.Class != catalog.ClassCanceled &&
-		errors.As(err, &se) && se.HTTPStatus() >= 400 {
-		return OutcomeSuccess
-	}
-	return OutcomeIgnored
+	return OutcomeSuccess // an HTTP status that is not a breaker failure
 }
-
-// Ignore marks err as not a failure of the dependency (a business error such as "insufficient
-// funds" or "not found"): the default classifier counts it as ignored. The error is returned to
-// the caller unchanged apart from the wrapping; errors.Is and errors.As see through it.
-// Ignore(nil) is nil.
-func Ignore(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &ignoredError{err: err}
-}
-
-// IsIgnored reports whether err was marked with [Ignore].
-func IsIgnored(err error) bool {
-	var ie *ignoredError
-	return errors.As(err, &ie)
-}
-
-type ignoredError struct{ err error }
-
-func (e *ignoredError) Error() string { return e.err.Error() }
-func (e *ignoredError) Unwrap() error { return e.err }

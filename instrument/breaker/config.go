@@ -40,28 +40,26 @@ func (k WindowKind) String() string {
 	return fmt.Sprintf("WindowKind(%d)", int(k))
 }
 
-// Defaults applied to zero Config fields.
+// The defaults of zero Config fields, as documented on each field.
 const (
-	DefaultCountWindowSize       = 100
-	DefaultConsecutiveFailures   = 5
-	DefaultWindowDuration        = 60 * time.Second
-	DefaultBucketDuration        = time.Second
-	DefaultMinCalls              = 20
-	DefaultFailureRateThreshold  = 0.5
-	DefaultSlowCallRateThreshold = 0.8
-	DefaultHalfOpenCalls         = 3
-	DefaultOpenDuration          = 30 * time.Second
-	DefaultOpenJitter            = 0.2
-	// DefaultMaxOpenDurationFactor caps a growing open duration at this multiple of
-	// OpenDuration when OpenDurationGrowth is set and MaxOpenDuration is not.
-	DefaultMaxOpenDurationFactor = 8
+	defaultCountWindowSize       = 100
+	defaultConsecutiveFailures   = 5
+	defaultWindowDuration        = 60 * time.Second
+	defaultBucketDuration        = time.Second
+	defaultMinCalls              = 20
+	defaultFailureRateThreshold  = 0.5
+	defaultSlowCallRateThreshold = 0.8
+	defaultHalfOpenCalls         = 3
+	defaultOpenDuration          = 30 * time.Second
+	defaultOpenJitter            = 0.2
+	defaultMaxOpenDurationFactor = 8 // MaxOpenDuration = 8×OpenDuration when growth is on
 )
 
-// Limits on configuration values, to keep a breaker's memory bounded.
+// Limits on configuration values, to keep a breaker's memory bounded; documented on the fields.
 const (
-	MaxWindowSize    = 1 << 20
-	MaxBuckets       = 3600
-	MaxHalfOpenCalls = 10000
+	maxWindowSize    = 1 << 20
+	maxBuckets       = 3600
+	maxHalfOpenCalls = 10000
 )
 
 // Config configures a [Breaker]. The zero value is a valid configuration: a count-based window
@@ -77,11 +75,11 @@ type Config struct {
 	// Window selects the counting scheme (default CountBased).
 	Window WindowKind
 	// WindowSize is the number of calls a CountBased window holds (default 100), or the number
-	// of consecutive failures that trips a ConsecutiveFailures window (default 5). Not used by
-	// TimeBased.
+	// of consecutive failures that trips a ConsecutiveFailures window (default 5); at most
+	// 1048576 (2^20). Not used by TimeBased.
 	WindowSize int
 	// WindowDuration is how much history a TimeBased window holds (default 60 s); it must be a
-	// multiple of BucketDuration. TimeBased only.
+	// multiple of BucketDuration, of at most 3600 buckets. TimeBased only.
 	WindowDuration time.Duration
 	// BucketDuration is the granularity of a TimeBased window (default 1 s). TimeBased only.
 	BucketDuration time.Duration
@@ -99,12 +97,14 @@ type Config struct {
 	// (0 < t ≤ 1; default 0.8). It applies only when SlowCallDuration is set. Not used by
 	// ConsecutiveFailures.
 	SlowCallRateThreshold float64
-	// HalfOpenCalls is the number of probes admitted in half-open (default 3). The breaker
-	// closes when the probes' failure rate (and slow rate) stay below the thresholds and reopens
-	// as soon as they reach them; with ConsecutiveFailures any failed (or slow) probe reopens it.
+	// HalfOpenCalls is the number of probes admitted in half-open (default 3, at most 10000).
+	// The breaker closes when the probes' failure rate (and slow rate) stay below the
+	// thresholds and reopens as soon as they reach them; with ConsecutiveFailures any failed
+	// (or slow) probe reopens it.
 	HalfOpenCalls int
 	// HalfOpenMaxDuration reopens a half-open breaker whose probes have not concluded within
-	// it. 0 = no limit.
+	// it, at that instant, whether or not a call arrives; the new open period counts from it.
+	// Probes that conclude afterwards are counted but decide nothing. 0 = no limit.
 	HalfOpenMaxDuration time.Duration
 	// OpenDuration is the base time a tripped breaker stays open (default 30 s).
 	OpenDuration time.Duration
@@ -156,6 +156,11 @@ type settings struct {
 	slowThr  float64
 	slowNs   int64 // 0 = slow-call detection off
 
+	// The thresholds Snapshot exports, comparable with the window's rates: failThr and
+	// slowThr for the rate windows, 1 for a consecutive window (whose rates are its runs
+	// relative to WindowSize).
+	expFailThr, expSlowThr float64
+
 	halfOpen    int32
 	halfOpenMax int64 // ns; 0 = none
 	failNeeded  int32 // failed probes that reopen a half-open breaker
@@ -174,8 +179,6 @@ type settings struct {
 	outcomes *events.Listeners[events.CallOutcome] // nil when hub is nil
 }
 
-func (s *settings) slowOn() bool { return s.slowNs > 0 }
-
 // sameShape reports whether a window built for s can keep serving t.
 func (s *settings) sameShape(t *settings) bool {
 	return s.window == t.window && s.size == t.size && s.bucket == t.bucket && s.buckets == t.buckets
@@ -190,15 +193,6 @@ func (s *settings) newWindow() window {
 	default:
 		return newCountWindow(s.size)
 	}
-}
-
-// effectiveThresholds returns the thresholds as exported: 1 for a consecutive window, whose
-// exported rates are the run length relative to WindowSize.
-func (s *settings) effectiveThresholds() (fail, slow float64) {
-	if s.window == ConsecutiveFailures {
-		return 1, 1
-	}
-	return s.failThr, s.slowThr
 }
 
 // newSettings validates cfg for the breaker called name and applies defaults.
@@ -218,8 +212,8 @@ func newSettings(name string, cfg Config) (*settings, error) {
 	}
 	s.window = c.Window
 
-	if c.WindowSize < 0 || c.WindowSize > MaxWindowSize {
-		return nil, bad("WindowSize", c.WindowSize, fmt.Sprintf("must be between 1 and %d", MaxWindowSize))
+	if c.WindowSize < 0 || c.WindowSize > maxWindowSize {
+		return nil, bad("WindowSize", c.WindowSize, fmt.Sprintf("must be between 1 and %d", maxWindowSize))
 	}
 	if c.WindowDuration < 0 {
 		return nil, bad("WindowDuration", c.WindowDuration, "must not be negative")
@@ -240,6 +234,19 @@ func newSettings(name string, cfg Config) (*settings, error) {
 		return nil, bad("SlowCallDuration", c.SlowCallDuration, "must not be negative (0 turns slow-call detection off)")
 	}
 
+	if c.HalfOpenCalls < 0 || c.HalfOpenCalls > maxHalfOpenCalls {
+		return nil, bad("HalfOpenCalls", c.HalfOpenCalls, fmt.Sprintf("must be between 1 and %d", maxHalfOpenCalls))
+	}
+	if c.HalfOpenCalls == 0 {
+		c.HalfOpenCalls = defaultHalfOpenCalls
+	}
+	s.halfOpen = int32(c.HalfOpenCalls)
+	if c.HalfOpenMaxDuration < 0 {
+		return nil, bad("HalfOpenMaxDuration", c.HalfOpenMaxDuration, "must not be negative (0 = no limit)")
+	}
+	s.halfOpenMax = int64(c.HalfOpenMaxDuration)
+
+	// What depends on the window kind.
 	switch c.Window {
 	case CountBased:
 		if c.WindowDuration != 0 {
@@ -249,15 +256,16 @@ func newSettings(name string, cfg Config) (*settings, error) {
 			return nil, bad("BucketDuration", c.BucketDuration, "only used by a TimeBased window")
 		}
 		if c.WindowSize == 0 {
-			c.WindowSize = DefaultCountWindowSize
+			c.WindowSize = defaultCountWindowSize
 		}
 		if c.MinCalls == 0 {
-			c.MinCalls = min(DefaultMinCalls, c.WindowSize)
+			c.MinCalls = min(defaultMinCalls, c.WindowSize)
 		}
 		if c.MinCalls > c.WindowSize {
 			return nil, bad("MinCalls", c.MinCalls, fmt.Sprintf("exceeds WindowSize %d: the breaker could never trip", c.WindowSize))
 		}
 		s.size = c.WindowSize
+		s.rateRules(&c)
 	case ConsecutiveFailures:
 		if c.WindowDuration != 0 {
 			return nil, bad("WindowDuration", c.WindowDuration, "only used by a TimeBased window")
@@ -275,68 +283,42 @@ func newSettings(name string, cfg Config) (*settings, error) {
 			return nil, bad("SlowCallRateThreshold", c.SlowCallRateThreshold, "not used by a ConsecutiveFailures window")
 		}
 		if c.WindowSize == 0 {
-			c.WindowSize = DefaultConsecutiveFailures
+			c.WindowSize = defaultConsecutiveFailures
 		}
 		s.size = c.WindowSize
+		s.expFailThr, s.expSlowThr = 1, 1
+		s.failNeeded, s.slowNeeded = 1, 1 // any failed (or slow) probe reopens
 	case TimeBased:
 		if c.WindowSize != 0 {
 			return nil, bad("WindowSize", c.WindowSize, "not used by a TimeBased window (set WindowDuration)")
 		}
 		if c.BucketDuration == 0 {
-			c.BucketDuration = DefaultBucketDuration
+			c.BucketDuration = defaultBucketDuration
 		}
 		if c.WindowDuration == 0 {
-			c.WindowDuration = DefaultWindowDuration
+			c.WindowDuration = defaultWindowDuration
 		}
 		if c.WindowDuration%c.BucketDuration != 0 {
 			return nil, bad("WindowDuration", c.WindowDuration, fmt.Sprintf("must be a multiple of BucketDuration %v", c.BucketDuration))
 		}
 		n := int64(c.WindowDuration / c.BucketDuration)
-		if n > MaxBuckets {
-			return nil, bad("WindowDuration", c.WindowDuration, fmt.Sprintf("makes %d buckets of %v; at most %d", n, c.BucketDuration, MaxBuckets))
+		if n > maxBuckets {
+			return nil, bad("WindowDuration", c.WindowDuration, fmt.Sprintf("makes %d buckets of %v; at most %d", n, c.BucketDuration, maxBuckets))
 		}
 		if c.MinCalls == 0 {
-			c.MinCalls = DefaultMinCalls
+			c.MinCalls = defaultMinCalls
 		}
 		s.bucket = int64(c.BucketDuration)
 		s.buckets = int(n)
+		s.rateRules(&c)
 	}
-	if c.Window != ConsecutiveFailures {
-		if c.FailureRateThreshold == 0 {
-			c.FailureRateThreshold = DefaultFailureRateThreshold
-		}
-		if c.SlowCallRateThreshold == 0 {
-			c.SlowCallRateThreshold = DefaultSlowCallRateThreshold
-		}
-	}
-	s.minCalls = int64(c.MinCalls)
-	s.failThr = c.FailureRateThreshold
-	s.slowThr = c.SlowCallRateThreshold
 	s.slowNs = int64(c.SlowCallDuration)
-
-	if c.HalfOpenCalls < 0 || c.HalfOpenCalls > MaxHalfOpenCalls {
-		return nil, bad("HalfOpenCalls", c.HalfOpenCalls, fmt.Sprintf("must be between 1 and %d", MaxHalfOpenCalls))
-	}
-	if c.HalfOpenCalls == 0 {
-		c.HalfOpenCalls = DefaultHalfOpenCalls
-	}
-	s.halfOpen = int32(c.HalfOpenCalls)
-	if c.HalfOpenMaxDuration < 0 {
-		return nil, bad("HalfOpenMaxDuration", c.HalfOpenMaxDuration, "must not be negative (0 = no limit)")
-	}
-	s.halfOpenMax = int64(c.HalfOpenMaxDuration)
-	if c.Window == ConsecutiveFailures {
-		s.failNeeded, s.slowNeeded = 1, 1
-	} else {
-		s.failNeeded = probesNeeded(s.failThr, s.halfOpen)
-		s.slowNeeded = probesNeeded(s.slowThr, s.halfOpen)
-	}
 
 	if c.OpenDuration < 0 {
 		return nil, bad("OpenDuration", c.OpenDuration, "must be positive")
 	}
 	if c.OpenDuration == 0 {
-		c.OpenDuration = DefaultOpenDuration
+		c.OpenDuration = defaultOpenDuration
 	}
 	s.openBase = int64(c.OpenDuration)
 	if c.OpenJitter < 0 || c.OpenJitter >= 1 || math.IsNaN(c.OpenJitter) {
@@ -346,7 +328,7 @@ func newSettings(name string, cfg Config) (*settings, error) {
 		return nil, bad("OpenJitter", c.OpenJitter, "contradicts NoJitter")
 	}
 	if !c.NoJitter && c.OpenJitter == 0 {
-		c.OpenJitter = DefaultOpenJitter
+		c.OpenJitter = defaultOpenJitter
 	}
 	s.jitter = c.OpenJitter
 	if c.OpenDurationGrowth < 0 || (c.OpenDurationGrowth > 0 && c.OpenDurationGrowth < 1) || c.OpenDurationGrowth > 100 || math.IsNaN(c.OpenDurationGrowth) {
@@ -357,7 +339,7 @@ func newSettings(name string, cfg Config) (*settings, error) {
 	}
 	if c.OpenDurationGrowth > 1 {
 		if c.MaxOpenDuration == 0 {
-			c.MaxOpenDuration = DefaultMaxOpenDurationFactor * c.OpenDuration
+			c.MaxOpenDuration = defaultMaxOpenDurationFactor * c.OpenDuration
 		}
 		if c.MaxOpenDuration < c.OpenDuration {
 			return nil, bad("MaxOpenDuration", c.MaxOpenDuration, fmt.Sprintf("is below OpenDuration %v", c.OpenDuration))
@@ -382,6 +364,22 @@ func newSettings(name string, cfg Config) (*settings, error) {
 	}
 	s.cfg = c
 	return s, nil
+}
+
+// rateRules applies the threshold defaults of the rate windows (CountBased, TimeBased) to c
+// and the rules they share to s.
+func (s *settings) rateRules(c *Config) {
+	if c.FailureRateThreshold == 0 {
+		c.FailureRateThreshold = defaultFailureRateThreshold
+	}
+	if c.SlowCallRateThreshold == 0 {
+		c.SlowCallRateThreshold = defaultSlowCallRateThreshold
+	}
+	s.minCalls = int64(c.MinCalls)
+	s.failThr, s.slowThr = c.FailureRateThreshold, c.SlowCallRateThreshold
+	s.expFailThr, s.expSlowThr = s.failThr, s.slowThr
+	s.failNeeded = probesNeeded(s.failThr, s.halfOpen)
+	s.slowNeeded = probesNeeded(s.slowThr, s.halfOpen)
 }
 
 // probesNeeded returns the smallest number of the n probes whose ratio reaches thr.

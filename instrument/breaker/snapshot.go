@@ -27,7 +27,8 @@ type Snapshot struct {
 	TrippedSince time.Time
 	TripCause    catalog.TripCause
 	// OpenUntil is when the current open period ends and OpenPeriod its drawn length; zero
-	// unless the stored state is open.
+	// unless State is open. Like State, they follow the open and half-open periods that time
+	// alone has gone through since the last committed transition.
 	OpenUntil  time.Time
 	OpenPeriod time.Duration
 	// Calls counts permitted calls by kind; NotPermitted counts rejections.
@@ -53,7 +54,8 @@ type Snapshot struct {
 	OpenDuration time.Duration
 	// SlowCallDuration is the configured slow-call duration; 0 means slow-call detection is off.
 	SlowCallDuration time.Duration
-	// HalfOpenProbes is the number of half-open permits in use or spent in the current epoch.
+	// HalfOpenProbes is the number of half-open permits in use or spent in the current
+	// half-open period (0 in a half-open period no call has reached yet).
 	HalfOpenProbes int
 }
 
@@ -61,7 +63,17 @@ type Snapshot struct {
 func (b *Breaker) Snapshot() Snapshot {
 	e, s := b.cur.Load(), b.set.Load()
 	now := b.now()
-	sn := Snapshot{Name: b.name, StoredState: e.state, State: b.effectiveAt(e, s, now)}
+	sn := Snapshot{Name: b.name, StoredState: e.state, State: e.state}
+	var walked uint64
+	if e.state == catalog.StateOpen || e.state == catalog.StateHalfOpen {
+		p, toHalf, toOpen := walk(e.phase(), s, now, nil)
+		walked = toHalf + toOpen
+		sn.State = p.state
+		if p.state == catalog.StateOpen {
+			sn.OpenUntil = b.wall(p.until)
+			sn.OpenPeriod = time.Duration(p.period)
+		}
+	}
 	for f := range catalog.NumStates {
 		for t := range catalog.NumStates {
 			sn.Transitions[f][t] = b.transitions[f][t].Load()
@@ -74,10 +86,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		sn.TrippedSince = b.wall(e.tripped)
 		sn.TripCause = e.cause
 	}
-	if e.state == catalog.StateOpen {
-		sn.OpenUntil = b.wall(e.until)
-		sn.OpenPeriod = time.Duration(e.period)
-	}
 	for k := range catalog.NumCallKinds {
 		sn.Calls[k] = b.calls[k].Load()
 	}
@@ -88,27 +96,15 @@ func (b *Breaker) Snapshot() Snapshot {
 	}
 	if e.win != nil {
 		sn.WindowCalls, sn.WindowFailures, sn.WindowSlow = e.win.counts(now)
-		sn.FailureRate, sn.SlowCallRate = rates(e.win, now, s)
+		sn.FailureRate, sn.SlowCallRate = e.win.rates(now, s)
 	} else {
 		sn.FailureRate, sn.SlowCallRate = math.NaN(), math.NaN()
 	}
-	sn.FailureRateThreshold, sn.SlowCallRateThreshold = s.effectiveThresholds()
+	sn.FailureRateThreshold, sn.SlowCallRateThreshold = s.expFailThr, s.expSlowThr
 	sn.OpenDuration = time.Duration(s.openBase)
 	sn.SlowCallDuration = time.Duration(s.slowNs)
-	sn.HalfOpenProbes = int(e.probes.Load())
-	return sn
-}
-
-func (b *Breaker) effectiveAt(e *epoch, s *settings, now int64) catalog.State {
-	switch e.state {
-	case catalog.StateOpen:
-		if now >= e.until {
-			return catalog.StateHalfOpen
-		}
-	case catalog.StateHalfOpen:
-		if s.halfOpenMax > 0 && now-e.since >= s.halfOpenMax {
-			return catalog.StateOpen
-		}
+	if walked == 0 {
+		sn.HalfOpenProbes = int(e.probes.Load())
 	}
-	return e.state
+	return sn
 }

@@ -1,28 +1,54 @@
 package breaker
 
 import (
+	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 // window counts outcomes for trip decisions in the closed (and metrics_only) state. A window
-// belongs to one state epoch: a transition replaces it with an empty one (CB-70), and late
-// results recorded into a replaced window change nothing.
+// belongs to one state epoch: a transition replaces it with an empty one, and late results
+// recorded into a replaced window change nothing. Thresholds are not part of a window: they
+// come in s, so that Reconfigure can keep a window and judge it by new thresholds.
+//
+// Adding a window kind is a local change:
+//   - a WindowKind constant and its String name (config.go);
+//   - its case in newSettings: which Config fields it uses, their defaults and validation,
+//     the thresholds Snapshot exports for it and how many failed (or slow) half-open probes
+//     reopen the breaker (failNeeded, slowNeeded);
+//   - its case in settings.newWindow;
+//   - a type implementing window (below). The breaker asks the window everything else —
+//     whether it trips and why, what it holds, its rates — and never looks at the kind.
 type window interface {
-	// record adds one outcome at monotonic time now (ns since the breaker's base; only read
-	// when needsTime) and reports whether the trip condition may hold, checked without a lock.
-	record(fail, slow bool, now int64, s *settings) bool
+	// record adds the outcome of one call of kind k (never catalog.CallIgnored) at monotonic
+	// time now (ns since the breaker's base; read only when needsTime) and reports whether the
+	// window may trip under s. It runs on every call, concurrently, without a lock: the
+	// breaker confirms a trip under its lock with trip.
+	record(k catalog.CallKind, now int64, s *settings) (mayTrip bool)
 	// needsTime reports whether record reads now.
 	needsTime() bool
+	// trip reports whether the window trips under s at now, with the cause and a
+	// human-readable reason.
+	trip(now int64, s *settings) (cause catalog.TripCause, reason string, ok bool)
 	// counts returns the calls, failures and slow calls the window holds at now, without
-	// changing anything. For a consecutive window: the current failure and slow runs, with
-	// calls equal to the longer run.
+	// changing anything.
 	counts(now int64) (calls, fails, slow int64)
+	// rates returns the exported failure and slow-call rates at now (NaN when the window
+	// cannot judge yet), comparable with the thresholds Snapshot reports.
+	rates(now int64, s *settings) (fail, slow float64)
 }
 
-// tripCondition reports whether counts held by a rate window trip the breaker.
-func tripCondition(calls, fails, slow int64, s *settings) bool {
+// The rules of the rate windows (count and time based): at least MinCalls outcomes, then trip
+// when the failure rate reaches its threshold or, with slow-call detection on, the slow-call
+// rate reaches its.
+
+// rateTripCondition reports whether counts held by a rate window trip the breaker, without
+// building a reason: record's check on every call.
+func rateTripCondition(calls, fails, slow int64, s *settings) bool {
 	if calls < s.minCalls || calls <= 0 {
 		return false
 	}
@@ -33,18 +59,25 @@ func tripCondition(calls, fails, slow int64, s *settings) bool {
 	return s.slowNs > 0 && float64(slow) >= s.slowThr*c
 }
 
-// rates turns window counts into the exported failure and slow-call rates.
-func rates(w window, now int64, s *settings) (fail, slow float64) {
-	calls, fails, slows := w.counts(now)
-	if s.window == ConsecutiveFailures {
-		n := float64(s.size)
-		return math.Min(float64(fails)/n, 1), math.Min(float64(slows)/n, 1)
+// rateTrip is trip for a rate window holding these counts.
+func rateTrip(calls, fails, slow int64, s *settings) (catalog.TripCause, string, bool) {
+	if !rateTripCondition(calls, fails, slow, s) {
+		return noTrip, "", false
 	}
+	fr, sr := float64(fails)/float64(calls), float64(slow)/float64(calls)
+	if fr >= s.failThr {
+		return catalog.TripFailureRate, fmt.Sprintf("failure rate %.2f >= %.2f over %d calls", fr, s.failThr, calls), true
+	}
+	return catalog.TripSlowCallRate, fmt.Sprintf("slow-call rate %.2f >= %.2f over %d calls", sr, s.slowThr, calls), true
+}
+
+// rateRates is rates for a rate window holding these counts: NaN below MinCalls.
+func rateRates(calls, fails, slow int64, s *settings) (float64, float64) {
 	if calls < s.minCalls || calls <= 0 {
 		return math.NaN(), math.NaN()
 	}
 	c := float64(calls)
-	return clamp01(float64(fails) / c), clamp01(float64(slows) / c)
+	return clamp01(float64(fails) / c), clamp01(float64(slow) / c)
 }
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
@@ -70,7 +103,8 @@ func newCountWindow(n int) *countWindow {
 
 func (w *countWindow) needsTime() bool { return false }
 
-func (w *countWindow) record(fail, slow bool, _ int64, s *settings) bool {
+func (w *countWindow) record(k catalog.CallKind, _ int64, s *settings) bool {
+	fail, slow := isFailed(k), isSlow(k)
 	v := uint32(1)
 	if fail {
 		v |= 2
@@ -101,14 +135,25 @@ func (w *countWindow) record(fail, slow bool, _ int64, s *settings) bool {
 	if !grew && !fail && !slow {
 		return false // a good outcome replaced a bad one: rates only fell
 	}
-	return tripCondition(w.calls.Load(), w.fails.Load(), w.slow.Load(), s)
+	return rateTripCondition(w.calls.Load(), w.fails.Load(), w.slow.Load(), s)
 }
 
 func (w *countWindow) counts(int64) (calls, fails, slow int64) {
 	return max(w.calls.Load(), 0), max(w.fails.Load(), 0), max(w.slow.Load(), 0)
 }
 
-// consecutiveWindow counts the current run of failures (and of slow calls).
+func (w *countWindow) trip(now int64, s *settings) (catalog.TripCause, string, bool) {
+	calls, fails, slow := w.counts(now)
+	return rateTrip(calls, fails, slow, s)
+}
+
+func (w *countWindow) rates(now int64, s *settings) (float64, float64) {
+	calls, fails, slow := w.counts(now)
+	return rateRates(calls, fails, slow, s)
+}
+
+// consecutiveWindow counts the current run of failures (and of slow calls). It trips when a run
+// reaches WindowSize; its rates are the runs relative to WindowSize (so its thresholds are 1).
 type consecutiveWindow struct {
 	n     int64
 	_     pad
@@ -121,15 +166,15 @@ func newConsecutiveWindow(n int) *consecutiveWindow { return &consecutiveWindow{
 
 func (w *consecutiveWindow) needsTime() bool { return false }
 
-func (w *consecutiveWindow) record(fail, slow bool, _ int64, s *settings) bool {
+func (w *consecutiveWindow) record(k catalog.CallKind, _ int64, s *settings) bool {
 	trip := false
-	if fail {
+	if isFailed(k) {
 		trip = w.fails.Add(1) >= w.n
 	} else if w.fails.Load() != 0 {
 		w.fails.Store(0)
 	}
 	if s.slowNs > 0 {
-		if slow {
+		if isSlow(k) {
 			trip = w.slow.Add(1) >= w.n || trip
 		} else if w.slow.Load() != 0 {
 			w.slow.Store(0)
@@ -138,17 +183,38 @@ func (w *consecutiveWindow) record(fail, slow bool, _ int64, s *settings) bool {
 	return trip
 }
 
+// counts returns the current failure and slow runs, with calls equal to the longer run.
 func (w *consecutiveWindow) counts(int64) (calls, fails, slow int64) {
 	f, s := w.fails.Load(), w.slow.Load()
 	return max(f, s), f, s
 }
 
+func (w *consecutiveWindow) trip(_ int64, s *settings) (catalog.TripCause, string, bool) {
+	f, sl := w.fails.Load(), w.slow.Load()
+	switch {
+	case f >= w.n:
+		return catalog.TripConsecutiveFailures, fmt.Sprintf("%d consecutive failures", f), true
+	case s.slowNs > 0 && sl >= w.n:
+		return catalog.TripSlowCallRate, fmt.Sprintf("%d consecutive slow calls", sl), true
+	}
+	return noTrip, "", false
+}
+
+func (w *consecutiveWindow) rates(int64, *settings) (float64, float64) {
+	n := float64(w.n)
+	return math.Min(float64(max(w.fails.Load(), 0))/n, 1), math.Min(float64(max(w.slow.Load(), 0))/n, 1)
+}
+
 // timeWindow holds the outcomes of the last n buckets of d ns. Each bucket remembers which
 // bucket number (now/d) it holds; the first record of a new bucket number takes the mutex and
 // expires every bucket that fell out of the window, so the running totals always cover exactly
-// the live buckets.
+// the live buckets. The ring has a power-of-two size (at least n), and the number of the bucket
+// last recorded into is kept as a hint, so that a record into the current bucket divides
+// nothing.
 type timeWindow struct {
 	d, n int64
+	mask int64        // ring size - 1
+	hint atomic.Int64 // a recent bucket number; checked against now before use
 
 	mu     sync.Mutex
 	latest int64 // highest bucket number rolled in; guarded by mu
@@ -166,7 +232,8 @@ type timeBucket struct {
 }
 
 func newTimeWindow(d int64, n int) *timeWindow {
-	w := &timeWindow{d: d, n: int64(n), latest: -1, buckets: make([]timeBucket, n)}
+	size := 1 << bits.Len(uint(n-1)) // the power of two ≥ n
+	w := &timeWindow{d: d, n: int64(n), mask: int64(size - 1), latest: -1, buckets: make([]timeBucket, size)}
 	for i := range w.buckets {
 		w.buckets[i].num.Store(-1)
 	}
@@ -175,23 +242,28 @@ func newTimeWindow(d int64, n int) *timeWindow {
 
 func (w *timeWindow) needsTime() bool { return true }
 
-func (w *timeWindow) record(fail, slow bool, now int64, s *settings) bool {
-	k := max(now, 0) / w.d
-	b := &w.buckets[k%w.n]
+func (w *timeWindow) record(kind catalog.CallKind, now int64, s *settings) bool {
+	now = max(now, 0)
+	k := w.hint.Load()
+	if start := k * w.d; now < start || now-start >= w.d {
+		k = now / w.d
+		w.hint.Store(k)
+	}
+	b := &w.buckets[k&w.mask]
 	if b.num.Load() != k && !w.roll(k) {
 		return false // older than the whole window: a very late result
 	}
 	b.calls.Add(1)
 	w.calls.Add(1)
-	if fail {
+	if isFailed(kind) {
 		b.fails.Add(1)
 		w.fails.Add(1)
 	}
-	if slow {
+	if isSlow(kind) {
 		b.slow.Add(1)
 		w.slow.Add(1)
 	}
-	return tripCondition(w.calls.Load(), w.fails.Load(), w.slow.Load(), s)
+	return rateTripCondition(w.calls.Load(), w.fails.Load(), w.slow.Load(), s)
 }
 
 // roll makes bucket number k current, expiring buckets that left the window. It reports false
@@ -213,7 +285,7 @@ func (w *timeWindow) roll(k int64) bool {
 			b.num.Store(-1)
 		}
 	}
-	b := &w.buckets[k%w.n]
+	b := &w.buckets[k&w.mask]
 	if b.num.Load() == -1 {
 		b.num.Store(k)
 	}
@@ -231,4 +303,14 @@ func (w *timeWindow) counts(now int64) (calls, fails, slow int64) {
 		}
 	}
 	return calls, fails, slow
+}
+
+func (w *timeWindow) trip(now int64, s *settings) (catalog.TripCause, string, bool) {
+	calls, fails, slow := w.counts(now)
+	return rateTrip(calls, fails, slow, s)
+}
+
+func (w *timeWindow) rates(now int64, s *settings) (float64, float64) {
+	calls, fails, slow := w.counts(now)
+	return rateRates(calls, fails, slow, s)
 }

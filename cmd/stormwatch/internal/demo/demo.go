@@ -69,6 +69,10 @@ type Config struct {
 	// Duration bounds the run; 0 runs until ctx ends. retry-storm ends by itself when its
 	// replay is over, unless Duration is 0: then /metrics stays up until ctx ends.
 	Duration time.Duration
+	// Outage, when positive, is how long the fault window of the one-shot scenarios
+	// (OutageScenarios) lasts, in demo time; 0 keeps their 60s. Long soak runs set it to keep
+	// the outage up for most of the run.
+	Outage time.Duration
 	// Speed divides every scripted duration, open duration, timeout and injected latency.
 	Speed float64
 	// Rate is the calls per second (demo time) the client makes to each dependency; the wall
@@ -157,6 +161,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if !slices.Contains(ScenarioNames, cfg.Scenario) {
 		return cfg, usagef("--scenario %q: want one of %s", cfg.Scenario, strings.Join(ScenarioNames, "|"))
+	}
+	if cfg.Outage != 0 {
+		sc, err := LookupScenario(cfg.Scenario)
+		if err != nil {
+			sc.Name = cfg.Scenario // retry-storm: no script
+		}
+		if _, err := sc.WithOutage(cfg.Outage); err != nil {
+			return cfg, err
+		}
 	}
 	if cfg.Speed == 0 {
 		cfg.Speed = DefaultSpeed
@@ -361,6 +374,11 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 	sc, err := LookupScenario(cfg.Scenario)
 	if err != nil {
 		return usagef("--scenario: %v", err)
+	}
+	if cfg.Outage != 0 {
+		if sc, err = sc.WithOutage(cfg.Outage); err != nil {
+			return err
+		}
 	}
 	if err := sc.validate(); err != nil {
 		return err

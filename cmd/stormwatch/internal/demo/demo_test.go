@@ -81,6 +81,9 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 		{Config{Rate: 100, Speed: 100}, "--rps 100"},
 		{Config{LogFormat: "xml"}, `--log-format "xml"`},
 		{Config{LogFile: os.TempDir()}, "--log-file"},
+		{Config{Outage: -time.Second}, "--outage -1s"},
+		{Config{Scenario: ScenarioSteady, Outage: time.Minute}, `--outage: scenario "steady"`},
+		{Config{Scenario: ScenarioRetryStorm, Outage: time.Minute}, `--outage: scenario "retry-storm"`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			var ue *UsageError

@@ -122,6 +122,26 @@ func LookupScenario(name string) (Scenario, error) {
 	return s, nil
 }
 
+// OutageScenarios are the one-shot scenarios: one fault window (60s by default, from 15s on),
+// then recovery. Config.Outage (--outage) sets the window's length.
+var OutageScenarios = []string{ScenarioOutage, ScenarioSlow, ScenarioRateLimited}
+
+// WithOutage returns s with its fault window lasting d (demo time, scaled by --speed like the
+// rest of the script) instead of 60s: the recovery phase begins d after the fault. A window
+// longer than the run lasts until the end. s must be one of OutageScenarios.
+func (s Scenario) WithOutage(d time.Duration) (Scenario, error) {
+	if d <= 0 {
+		return s, usagef("--outage %v: must be positive", d)
+	}
+	if !slices.Contains(OutageScenarios, s.Name) || len(s.Phases) != 3 {
+		return s, usagef("--outage: scenario %q has no single fault window (--outage applies to %s)", s.Name, strings.Join(OutageScenarios, "|"))
+	}
+	s.Phases = slices.Clone(s.Phases)
+	s.Phases[2].At = s.Phases[1].At + d
+	s.Summary = strings.Replace(s.Summary, "for "+fmt.Sprint(int((faultEnd-faultStart).Seconds()))+"s", "for "+d.String(), 1)
+	return s, nil
+}
+
 // validate checks the script: phases in order, faults valid and for known dependencies.
 func (s Scenario) validate() error {
 	if len(s.Phases) == 0 || s.Phases[0].At != 0 {

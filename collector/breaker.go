@@ -375,25 +375,22 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
-	// The readings of this scrape in one allocation (they hold no pointers), the successful-call
-	// histograms in another, the layouts in a third.
+	// The readings of this scrape in one allocation (they hold no pointers), the layouts in
+	// another.
 	reads := make([]breakerReading, len(all))
-	hists := make([]histogramBox, len(all))
 	lays := make([]*seriesLayout, len(all))
 	var tripped []int // the breakers not closed, usually few
 	for i, s := range all {
 		sn := s.b.Snapshot()
 		r := &reads[i]
 		p.fillReading(r, &sn)
-		var succ, failed *dto.Histogram
-		if sn.DurationsRecorded {
-			succ = hists[i].fill(&sn.Durations[catalog.CallSuccessful], p.bounds)
-			if p.full {
-				failed = histogramOf(&sn.Durations[catalog.CallFailed], p.bounds)
+		for _, k := range catalog.DurationKinds {
+			var h *dto.Histogram
+			if r.durations&(1<<k) != 0 {
+				h = p.histogram(s.hist[k].Load(), &sn.Durations[k])
 			}
+			s.hist[k].Store(h)
 		}
-		s.hist[catalog.CallSuccessful].Store(succ)
-		s.hist[catalog.CallFailed].Store(failed)
 		s.read.Store(r)
 		lays[i] = s.layoutFor(p.shape(r))
 		if r.tripped != 0 {
@@ -426,6 +423,17 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	for g := groupTripped + 1; g < numGroups; g++ {
 		send(g)
 	}
+}
+
+// histogram returns the dto of h: prev, the one of the previous scrape, when no observation
+// was made since (a breaker that saw no call between two scrapes costs no allocation), else a
+// new one.
+func (p *breakerPart) histogram(prev *dto.Histogram, h *histogram.Snapshot) *dto.Histogram {
+	if prev != nil && prev.GetSampleCount() == h.Count && prev.GetSampleSum() == h.Sum &&
+		prev.GetZeroCount() == h.ZeroCount && prev != emptyHistogram {
+		return prev
+	}
+	return histogramOf(h, p.bounds)
 }
 
 // exportedSingle reports whether the default exposition holds the unlabelled series rd of r.

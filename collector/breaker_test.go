@@ -537,3 +537,36 @@ func TestBreakerSeriesWrittenFromANewerReading(t *testing.T) {
 		assert.NotContains(t, m.Desc().String(), catalog.BreakerCallDuration.FullName(catalog.DefaultNamespace))
 	}
 }
+
+// TestBreakerHistogramReusedWhileUnchanged: the duration histogram of a breaker that saw no call
+// since the last scrape is the same message (no allocation); a call makes a new one.
+func TestBreakerHistogramReusedWhileUnchanged(t *testing.T) {
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	b, err := reg.Breaker("a", breaker.Config{})
+	require.NoError(t, err)
+	c, err := New(reg)
+	require.NoError(t, err)
+	histogramOfScrape := func() *dto.Histogram {
+		ch := make(chan prometheus.Metric, 100)
+		c.Collect(ch)
+		close(ch)
+		var got *dto.Histogram
+		for m := range ch {
+			var out dto.Metric
+			require.NoError(t, m.Write(&out))
+			if out.Histogram != nil {
+				got = out.Histogram
+			}
+		}
+		require.NotNil(t, got)
+		return got
+	}
+	first := histogramOfScrape()
+	assert.Same(t, first, histogramOfScrape(), "no call: the same histogram")
+	require.NoError(t, b.Do(bctx, func(context.Context) error { return nil }))
+	third := histogramOfScrape()
+	assert.NotSame(t, first, third)
+	assert.Equal(t, uint64(1), third.GetSampleCount())
+	assert.Zero(t, first.GetSampleCount(), "a histogram handed out never changes")
+}

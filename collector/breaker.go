@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"math"
+	"math/bits"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -11,32 +13,34 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/histogram"
 )
 
-// breakerPart exports every circuitbreaker metric of the catalog for every breaker in the
+// breakerPart exports the circuitbreaker metrics of the catalog for every breaker in the
 // registry.
 //
-// Every counter label value that can occur starts at 0: all call kinds, both duration kinds, and
-// the transition pairs for which breaker.CanTransition holds — the automatic closed→open,
-// open→half_open, half_open→closed and half_open→open, and the manual moves from every other
-// state to closed (Reset), forced_open, disabled and metrics_only. The pairs that cannot occur (a
-// state to itself, closed→half_open, and forced_open, disabled or metrics_only to open or
-// half_open) are not exported. The duration histogram is exported only while the breaker
-// records it (Config.DisableDurationHistogram unset). Trips by cause are not exported (yet).
+// By default a breaker exports (see the package documentation): the closed, open and half_open
+// states, and the others once it has been in them (its current state, or a committed transition
+// into it); the transitions to open from 0, the other pairs once counted; tripped_since with its
+// cause; the successful and failed calls (the slow kinds too with slow-call detection on, ignored
+// once counted); not-permitted calls; the failure rate; the slow-call rate and threshold with
+// slow-call detection on; the duration of successful calls while the breaker records durations.
+// With full detail, every state, every transition that breaker.CanTransition allows, every call
+// kind, both duration kinds and every configuration gauge, from the start.
 //
 // Scraping 10,000 breakers is dominated by client_golang's own per-series work, so this part
-// keeps its share small: the label pairs and the prometheus.Metric objects of a breaker are
-// built once, the first time a scrape sees it. Each scrape takes one Snapshot per breaker and
-// keeps what it exports in a compact reading (one allocation per breaker); every series of the
-// breaker reads its value from that reading into the dto message (one allocation per series). Series are sent family by family in label order, so the registry's
-// sort finds them already sorted.
+// keeps its share small. A breaker's prometheus.Metric objects and label pairs are built for
+// the set of series it exports (its layout), and rebuilt only when that set changes (a state
+// visited, a transition or call kind counted for the first time). Each scrape takes one
+// Snapshot per breaker and keeps what it exports in a compact reading, without pointers (the
+// readings of all breakers in one allocation); a series' dto message points into the reading
+// (no allocation for the values 0, 1 and NaN, one otherwise). Series are sent family by family
+// in label order, so the registry's sort finds them already sorted.
 type breakerPart struct {
-	reg *instrument.Registry
-
-	state, transitions, tripped, calls, notPermitted, duration *prometheus.Desc
-	failureRate, slowRate, failureThreshold, slowThreshold     *prometheus.Desc
-	openDuration                                               *prometheus.Desc
-	descs                                                      [numReads]*prometheus.Desc // by read kind
+	reg    *instrument.Registry
+	full   bool
+	bounds []float64 // classic bounds of the duration histogram; nil: native only
+	descs  [numReads]*prometheus.Desc
 
 	mu     sync.Mutex
 	series map[*breaker.Breaker]*breakerSeries
@@ -51,6 +55,9 @@ var (
 	sortedStates        = sortedByName(catalog.States[:])
 	sortedCallKinds     = sortedByName(catalog.CallKinds[:])
 	sortedDurationKinds = sortedByName(catalog.DurationKinds[:])
+	// sortedTripCauses are the trip causes in label order, after the empty cause of a closed
+	// breaker.
+	sortedTripCauses = sortedByName(catalog.TripCauses[:])
 )
 
 // transitionPairs are the (from, to) pairs that can occur, by from in sortedStates order, then
@@ -75,25 +82,23 @@ func sortedByName[T interface{ String() string }](xs []T) []T {
 
 func newBreakerPart(c *Collector) *breakerPart {
 	p := &breakerPart{
-		reg:              c.reg,
-		state:            c.desc(catalog.BreakerState),
-		transitions:      c.desc(catalog.BreakerTransitions),
-		tripped:          c.desc(catalog.BreakerTrippedSince),
-		calls:            c.desc(catalog.BreakerCalls),
-		notPermitted:     c.desc(catalog.BreakerNotPermitted),
-		duration:         c.desc(catalog.BreakerCallDuration),
-		failureRate:      c.desc(catalog.BreakerFailureRate),
-		slowRate:         c.desc(catalog.BreakerSlowCallRate),
-		failureThreshold: c.desc(catalog.BreakerFailureRateThreshold),
-		slowThreshold:    c.desc(catalog.BreakerSlowCallRateThreshold),
-		openDuration:     c.desc(catalog.BreakerOpenDuration),
-		series:           map[*breaker.Breaker]*breakerSeries{},
+		reg:    c.reg,
+		full:   c.full,
+		bounds: c.bounds(durationBounds),
+		series: map[*breaker.Breaker]*breakerSeries{},
 	}
 	p.descs = [numReads]*prometheus.Desc{
-		readState: p.state, readTransitions: p.transitions, readTripped: p.tripped, readCalls: p.calls,
-		readNotPermitted: p.notPermitted, readDuration: p.duration, readFailureRate: p.failureRate,
-		readSlowRate: p.slowRate, readFailureThreshold: p.failureThreshold,
-		readSlowThreshold: p.slowThreshold, readOpenDuration: p.openDuration,
+		readState:            c.desc(catalog.BreakerState),
+		readTransitions:      c.desc(catalog.BreakerTransitions),
+		readTripped:          c.desc(catalog.BreakerTrippedSince),
+		readCalls:            c.desc(catalog.BreakerCalls),
+		readNotPermitted:     c.desc(catalog.BreakerNotPermitted),
+		readDuration:         c.desc(catalog.BreakerCallDuration),
+		readFailureRate:      c.desc(catalog.BreakerFailureRate),
+		readSlowRate:         c.desc(catalog.BreakerSlowCallRate),
+		readFailureThreshold: c.desc(catalog.BreakerFailureRateThreshold),
+		readSlowThreshold:    c.desc(catalog.BreakerSlowCallRateThreshold),
+		readOpenDuration:     c.desc(catalog.BreakerOpenDuration),
 	}
 	return p
 }
@@ -120,90 +125,185 @@ const (
 	numReads
 )
 
-// singleReads are the unlabelled series of a breaker (besides `name`), in exposition order.
-var singleReads = [...]uint8{readTripped, readNotPermitted, readFailureRate, readSlowRate,
+// singleReads are the series of a breaker labelled by `name` only, in exposition order.
+var singleReads = [...]uint8{readNotPermitted, readFailureRate, readSlowRate,
 	readFailureThreshold, readSlowThreshold, readOpenDuration}
 
 // breakerMetric is one series of one breaker: a prometheus.Metric that reads its value from the
 // breaker's latest snapshot when the registry asks for it. It is kept small (16 bytes, one
-// pointer) because a scrape of 10,000 breakers walks half a million of them and the garbage
-// collector scans them all.
+// pointer) because a scrape of 10,000 breakers walks a hundred thousand of them and the
+// garbage collector scans them all.
 type breakerMetric struct {
-	s      *breakerSeries
-	lo, hi uint8 // its label pairs: s.labels[lo:hi]
+	l      *seriesLayout
+	lo, hi uint8 // its label pairs: l.labels[lo:hi]
 	read   uint8
-	x, y   uint8 // catalog value: state, transition from/to, call kind or duration kind
+	x, y   uint8 // state, call kind, duration kind or index in singleReads; for a transition its index in transitionPairs and its to state
 }
 
-// breakerSeries holds a breaker's metrics, grouped for family-by-family emission.
+// breakerSeries is what the collector keeps of a breaker between scrapes: its latest reading
+// and the layout of the series it exports.
 type breakerSeries struct {
-	p      *breakerPart
-	b      *breaker.Breaker
-	labels []*dto.LabelPair // every metric's label pairs, back to back
+	p    *breakerPart
+	b    *breaker.Breaker
+	name *dto.LabelPair
 	// read is what the latest collect read of the breaker. Concurrent scrapes may see a slightly
 	// newer reading than their own; every reading is immutable once stored.
 	read atomic.Pointer[breakerReading]
-
-	state       [catalog.NumStates]breakerMetric // in sortedStates order
-	transitions []breakerMetric                  // in transitionPairs order
-	fromEnd     [catalog.NumStates]uint8         // transitions of the i-th from end at fromEnd[i]
-	calls       [catalog.NumCallKinds]breakerMetric
-	duration    [len(catalog.DurationKinds)]breakerMetric
-	single      [len(singleReads)]breakerMetric
+	// hist is the latest scrape's duration histograms (kept apart so that readings hold no
+	// pointers, which the garbage collector then never scans); nil: not exported.
+	hist [len(catalog.DurationKinds)]atomic.Pointer[dto.Histogram]
+	// layout holds the metrics of the series exported, rebuilt (rarely) when that set changes.
+	layout atomic.Pointer[seriesLayout]
 }
 
-// labelPairsPerBreaker is the number of label pairs of one breaker's series: `name` on every
-// series, plus the state, from and to, or kind label.
-var labelPairsPerBreaker = 2*catalog.NumStates + 3*len(transitionPairs) + 2*catalog.NumCallKinds +
-	2*len(catalog.DurationKinds) + len(singleReads)
+// The groups of a breaker's series, in emission order: each is one family, or the part of a
+// family with one value of the label that sorts before `name` (the from state of a transition,
+// the kind of a call or of a duration), so that sending group after group, breaker after
+// breaker, sends each family in label order.
+const (
+	groupStates  = 0
+	groupFrom    = 1                                     // + index in sortedStates
+	groupTripped = groupFrom + catalog.NumStates         // one series, sent by cause
+	groupCalls   = groupTripped + 1                      // + index in sortedCallKinds
+	groupDur     = groupCalls + catalog.NumCallKinds     // + index in sortedDurationKinds
+	groupSingle  = groupDur + len(catalog.DurationKinds) // + index in singleReads
+	numGroups    = groupSingle + len(singleReads)
+)
+
+// Bits of a layout's shape: which of a breaker's possible series it exports.
+const (
+	shapeStates      = 0                                     // + index in sortedStates
+	shapeTransitions = shapeStates + catalog.NumStates       // + index in transitionPairs
+	shapeCalls       = shapeTransitions + numTransitionPairs // + index in sortedCallKinds
+	shapeDur         = shapeCalls + catalog.NumCallKinds     // + index in sortedDurationKinds
+	shapeSingle      = shapeDur + len(catalog.DurationKinds) // + index in singleReads
+	numShapeBits     = shapeSingle + len(singleReads)
+)
+
+// seriesLayout is an immutable set of a breaker's series: the metrics of its shape, grouped by
+// numGroups, and their label pairs.
+type seriesLayout struct {
+	s       *breakerSeries
+	shape   uint64
+	group   [numGroups + 1]uint8 // the metrics of group g are metrics[group[g]:group[g+1]]
+	metrics []breakerMetric
+	labels  []*dto.LabelPair // every metric's label pairs, back to back
+}
 
 func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries {
-	s := &breakerSeries{p: p, b: b, labels: make([]*dto.LabelPair, 0, labelPairsPerBreaker)}
-	nameLabel := labelPair(catalog.LabelName, name)
-	m := func(read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
-		// Label pairs sorted by label name, as client_golang expects: from < kind < name <
-		// state < to.
-		lo := len(s.labels)
-		for _, l := range extra {
-			if l.GetName() < catalog.LabelName {
-				s.labels = append(s.labels, l)
-			}
-		}
-		s.labels = append(s.labels, nameLabel)
-		for _, l := range extra {
-			if l.GetName() > catalog.LabelName {
-				s.labels = append(s.labels, l)
-			}
-		}
-		return breakerMetric{s: s, lo: uint8(lo), hi: uint8(len(s.labels)), read: read, x: x, y: y}
+	return &breakerSeries{p: p, b: b, name: labelPair(catalog.LabelName, name)}
+}
+
+// layoutFor returns s's layout of shape, building a new one when the shape changed.
+func (s *breakerSeries) layoutFor(shape uint64) *seriesLayout {
+	if l := s.layout.Load(); l != nil && l.shape == shape {
+		return l
 	}
+	l := &seriesLayout{s: s, shape: shape}
+	n := bits.OnesCount64(shape) + 1
+	l.metrics = make([]breakerMetric, 0, n)
+	l.labels = make([]*dto.LabelPair, 0, 3*n+2*catalog.NumTripCauses)
+	g := 0
+	startGroup := func(to int) {
+		for ; g <= to; g++ {
+			l.group[g] = uint8(len(l.metrics))
+		}
+	}
+	add := func(bit int, read uint8, x, y uint8, extra ...*dto.LabelPair) {
+		if bit >= 0 && shape&(1<<bit) == 0 {
+			return
+		}
+		// Label pairs sorted by label name, as client_golang expects: cause < from < kind <
+		// name < state < to.
+		lo := len(l.labels)
+		for _, lp := range extra {
+			if lp.GetName() < catalog.LabelName {
+				l.labels = append(l.labels, lp)
+			}
+		}
+		l.labels = append(l.labels, s.name)
+		for _, lp := range extra {
+			if lp.GetName() > catalog.LabelName {
+				l.labels = append(l.labels, lp)
+			}
+		}
+		l.metrics = append(l.metrics, breakerMetric{l: l, lo: uint8(lo), hi: uint8(len(l.labels)), read: read, x: x, y: y})
+	}
+	startGroup(groupStates)
 	for i, st := range sortedStates {
-		s.state[i] = m(readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
+		add(shapeStates+i, readState, uint8(st), 0, stateLabels[catalog.LabelState][st])
 	}
-	s.transitions = make([]breakerMetric, len(transitionPairs))
-	for i, tr := range transitionPairs {
-		from, to := tr[0], tr[1]
-		s.transitions[i] = m(readTransitions, uint8(from), uint8(to),
-			stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to])
-		for j, st := range sortedStates {
-			if st == from {
-				s.fromEnd[j] = uint8(i + 1)
+	for f, from := range sortedStates {
+		startGroup(groupFrom + f)
+		for i, tr := range transitionPairs {
+			if tr[0] == from {
+				add(shapeTransitions+i, readTransitions, uint8(i), uint8(tr[1]),
+					stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][tr[1]])
 			}
 		}
 	}
-	for j := 1; j < len(s.fromEnd); j++ { // a from state without transitions ends where the last did
-		s.fromEnd[j] = max(s.fromEnd[j], s.fromEnd[j-1])
+	// tripped_since: one metric whose label pairs are (cause, name) for each cause by its
+	// catalog value, then ("", name); Write picks the pair of the reading's cause.
+	startGroup(groupTripped)
+	add(-1, readTripped, 0, 0, causeLabels[0])
+	for _, c := range catalog.TripCauses[1:] {
+		l.labels = append(l.labels, causeLabels[c], s.name)
 	}
+	l.labels = append(l.labels, causeLabels[catalog.NumTripCauses], s.name)
 	for i, k := range sortedCallKinds {
-		s.calls[i] = m(readCalls, uint8(k), 0, kindLabels[k])
+		startGroup(groupCalls + i)
+		add(shapeCalls+i, readCalls, uint8(k), 0, kindLabels[k])
 	}
 	for i, k := range sortedDurationKinds {
-		s.duration[i] = m(readDuration, uint8(k), 0, kindLabels[k])
+		startGroup(groupDur + i)
+		add(shapeDur+i, readDuration, uint8(k), 0, kindLabels[k])
 	}
-	for i, r := range singleReads {
-		s.single[i] = m(r, 0, 0)
+	for i, rd := range singleReads {
+		startGroup(groupSingle + i)
+		add(shapeSingle+i, rd, uint8(i), 0)
 	}
-	return s
+	startGroup(numGroups)
+	s.layout.Store(l)
+	return l
+}
+
+// shape returns the set of series that r exports (see breakerPart).
+func (p *breakerPart) shape(r *breakerReading) uint64 {
+	if p.full {
+		shape := uint64(1)<<numShapeBits - 1
+		if r.durations&(1<<catalog.CallSuccessful) == 0 { // the breaker does not record durations
+			shape &^= 3 << shapeDur
+		}
+		return shape
+	}
+	var shape uint64
+	for i, st := range sortedStates {
+		if st <= catalog.StateHalfOpen || r.visited&(1<<st) != 0 {
+			shape |= 1 << (shapeStates + i)
+		}
+	}
+	for i, tr := range transitionPairs {
+		if tr[1] == catalog.StateOpen || r.transitions[i] > 0 {
+			shape |= 1 << (shapeTransitions + i)
+		}
+	}
+	for i, k := range sortedCallKinds {
+		if r.calls[k] > 0 || k == catalog.CallSuccessful || k == catalog.CallFailed ||
+			(r.slowOn && (k == catalog.CallSlowSuccessful || k == catalog.CallSlowFailed)) {
+			shape |= 1 << (shapeCalls + i)
+		}
+	}
+	for i, k := range sortedDurationKinds {
+		if r.durations&(1<<k) != 0 {
+			shape |= 1 << (shapeDur + i)
+		}
+	}
+	for i, rd := range singleReads {
+		if exportedSingle(rd, r) {
+			shape |= 1 << (shapeSingle + i)
+		}
+	}
+	return shape
 }
 
 // Shared, immutable label pairs of the closed label sets, indexed by the catalog value.
@@ -223,6 +323,15 @@ var (
 		for _, k := range catalog.CallKinds {
 			out[k] = labelPair(catalog.LabelKind, k.String())
 		}
+		return out
+	}()
+	// causeLabels are the trip cause label pairs by catalog value, and at NumTripCauses the
+	// empty cause of a closed breaker.
+	causeLabels = func() (out [catalog.NumTripCauses + 1]*dto.LabelPair) {
+		for _, c := range catalog.TripCauses {
+			out[c] = labelPair(catalog.LabelCause, c.String())
+		}
+		out[catalog.NumTripCauses] = labelPair(catalog.LabelCause, "")
 		return out
 	}()
 )
@@ -266,169 +375,212 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
-	for _, s := range all {
+	// The readings of this scrape in one allocation (they hold no pointers), the layouts in
+	// another.
+	reads := make([]breakerReading, len(all))
+	lays := make([]*seriesLayout, len(all))
+	var tripped []int // the breakers not closed, usually few
+	for i, s := range all {
 		sn := s.b.Snapshot()
-		s.read.Store(newBreakerReading(&sn))
-	}
-	for _, s := range all {
-		for i := range s.state {
-			ch <- &s.state[i]
-		}
-	}
-	for i := range sortedStates {
-		for _, s := range all {
-			lo := uint8(0)
-			if i > 0 {
-				lo = s.fromEnd[i-1]
+		r := &reads[i]
+		p.fillReading(r, &sn)
+		for _, k := range catalog.DurationKinds {
+			var h *dto.Histogram
+			if r.durations&(1<<k) != 0 {
+				h = p.histogram(s.hist[k].Load(), &sn.Durations[k])
 			}
-			for j := lo; j < s.fromEnd[i]; j++ {
-				ch <- &s.transitions[j]
-			}
+			s.hist[k].Store(h)
+		}
+		s.read.Store(r)
+		lays[i] = s.layoutFor(p.shape(r))
+		if r.tripped != 0 {
+			tripped = append(tripped, i)
 		}
 	}
-	for i := range sortedCallKinds {
-		for _, s := range all {
-			ch <- &s.calls[i]
-		}
-	}
-	for i := range sortedDurationKinds {
-		for _, s := range all {
-			if s.read.Load().durationsRecorded {
-				ch <- &s.duration[i]
+	send := func(g int) {
+		for _, l := range lays {
+			for j := l.group[g]; j < l.group[g+1]; j++ {
+				ch <- &l.metrics[j]
 			}
 		}
 	}
-	for i := range singleReads {
-		for _, s := range all {
-			ch <- &s.single[i]
+	for g := groupStates; g < groupTripped; g++ {
+		send(g)
+	}
+	// tripped_since by cause: the closed breakers (empty cause) first.
+	for i, l := range lays {
+		if reads[i].tripped == 0 {
+			ch <- &l.metrics[l.group[groupTripped]]
 		}
+	}
+	for _, c := range sortedTripCauses {
+		for _, i := range tripped {
+			if reads[i].cause == c {
+				ch <- &lays[i].metrics[lays[i].group[groupTripped]]
+			}
+		}
+	}
+	for g := groupTripped + 1; g < numGroups; g++ {
+		send(g)
 	}
 }
 
+// histogram returns the dto of h: prev, the one of the previous scrape, when no observation
+// was made since (a breaker that saw no call between two scrapes costs no allocation), else a
+// new one.
+func (p *breakerPart) histogram(prev *dto.Histogram, h *histogram.Snapshot) *dto.Histogram {
+	if prev != nil && prev.GetSampleCount() == h.Count && prev.GetSampleSum() == h.Sum &&
+		prev.GetZeroCount() == h.ZeroCount && prev != emptyHistogram {
+		return prev
+	}
+	return histogramOf(h, p.bounds)
+}
+
+// exportedSingle reports whether the default exposition holds the unlabelled series rd of r.
+func exportedSingle(rd uint8, r *breakerReading) bool {
+	switch rd {
+	case readSlowRate, readSlowThreshold:
+		return r.slowOn
+	case readFailureThreshold, readOpenDuration:
+		return false
+	}
+	return true
+}
+
 // Desc implements prometheus.Metric.
-func (m *breakerMetric) Desc() *prometheus.Desc { return m.s.p.descs[m.read] }
+func (m *breakerMetric) Desc() *prometheus.Desc { return m.l.s.p.descs[m.read] }
 
 // Write implements prometheus.Metric: it reads the breaker's latest snapshot.
 func (m *breakerMetric) Write(out *dto.Metric) error {
-	out.Label = m.s.labels[m.lo:m.hi:m.hi]
-	r := m.s.read.Load()
+	out.Label = m.l.labels[m.lo:m.hi:m.hi]
+	r := m.l.s.read.Load()
 	switch m.read {
 	case readState:
-		v := 0.0
 		if r.state == catalog.State(m.x) {
-			v = 1
-		}
-		out.Gauge = gaugeOf(v)
-	case readTransitions:
-		out.Counter = counterOf(float64(r.transitions[m.x][m.y]))
-	case readCalls:
-		out.Counter = counterOf(float64(r.calls[m.x]))
-	case readDuration:
-		out.Histogram = histogramOf(&r.durations[m.x])
-	case readTripped, readNotPermitted, readFailureRate, readSlowRate, readFailureThreshold,
-		readSlowThreshold, readOpenDuration:
-		v := r.singles[m.read]
-		if m.read == readNotPermitted {
-			out.Counter = counterOf(v)
+			out.Gauge = gaugeOne
 		} else {
-			out.Gauge = gaugeOf(v)
+			out.Gauge = gaugeZero
 		}
+	case readTransitions:
+		out.Counter = counterAt(&r.transitions[m.x])
+	case readTripped:
+		c := int(catalog.NumTripCauses)
+		if r.tripped != 0 {
+			c = int(r.cause)
+		}
+		lo := int(m.lo) + 2*c
+		out.Label = m.l.labels[lo : lo+2 : lo+2]
+		out.Gauge = gaugeAt(&r.tripped)
+	case readCalls:
+		out.Counter = counterAt(&r.calls[m.x])
+	case readDuration:
+		// A concurrent scrape may have stored a newer reading in which the breaker stopped
+		// recording durations (Reconfigure): then the histogram reads as empty this once.
+		out.Histogram = m.l.s.hist[m.x].Load()
+		if out.Histogram == nil {
+			out.Histogram = emptyHistogram
+		}
+	case readNotPermitted:
+		out.Counter = counterAt(&r.singles[m.x])
+	default:
+		out.Gauge = gaugeAt(&r.singles[m.x])
 	}
 	return nil
 }
 
 // breakerReading is what one scrape exports of one breaker, taken from its Snapshot: the
-// counters indexed by the catalog values, the classic duration histograms with their
-// cumulative counts, and the values of the unlabelled series. It is a third of a Snapshot's
-// size (the native histogram buckets are folded into the classic ones once, here).
+// counters (as the float64 values the dto messages point to), the states it has been in, the
+// histograms it exports and the values of the unlabelled series. A scrape allocates the readings
+// of all breakers at once.
 type breakerReading struct {
-	state             catalog.State
-	durationsRecorded bool
-	transitions       [catalog.NumStates][catalog.NumStates]uint64
-	calls             [catalog.NumCallKinds]uint64
-	durations         [len(catalog.DurationKinds)]classicHistogram
-	singles           [numReads]float64 // the unlabelled series' values, by read kind
+	state       catalog.State
+	visited     uint8 // bit s: the breaker is or has been in state s
+	slowOn      bool
+	cause       catalog.TripCause
+	tripped     float64                     // Unix seconds of the trip; 0 while closed
+	transitions [numTransitionPairs]float64 // in transitionPairs order
+	calls       [catalog.NumCallKinds]float64
+	singles     [len(singleReads)]float64
+	durations   uint8 // bit k: the histogram of duration kind k is exported
 }
 
-// classicHistogram is a call duration histogram in classic buckets (catalog.DurationBuckets).
-type classicHistogram struct {
-	count uint64
-	sum   float64
-	cum   [catalog.NumDurationBuckets]uint64
-}
+// numTransitionPairs is len(transitionPairs), checked by a test: the transitions that
+// breaker.CanTransition allows.
+const numTransitionPairs = 23
 
-func newBreakerReading(sn *breaker.Snapshot) *breakerReading {
-	r := &breakerReading{state: sn.State, durationsRecorded: sn.DurationsRecorded,
-		transitions: sn.Transitions, calls: sn.Calls}
-	for _, k := range catalog.DurationKinds {
-		d := &sn.Durations[k]
-		h := &r.durations[k]
-		h.count, h.sum = d.Count, d.Sum
-		d.CumulativeTo(durationBounds[:], h.cum[:])
+func (p *breakerPart) fillReading(r *breakerReading, sn *breaker.Snapshot) {
+	r.state, r.slowOn, r.cause = sn.State, sn.SlowCallDuration > 0, sn.TripCause
+	r.visited = 1 << sn.State
+	for i, tr := range transitionPairs {
+		n := sn.Transitions[tr[0]][tr[1]]
+		r.transitions[i] = float64(n)
+		if n > 0 {
+			r.visited |= 1 << tr[1]
+		}
 	}
-	var tripped float64
+	for k, n := range sn.Calls {
+		r.calls[k] = float64(n)
+	}
+	if sn.DurationsRecorded {
+		r.durations = 1 << catalog.CallSuccessful
+		if p.full {
+			r.durations |= 1 << catalog.CallFailed
+		}
+	}
 	if !sn.TrippedSince.IsZero() {
-		tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
+		r.tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
 	}
-	r.singles = [numReads]float64{
-		readTripped:          tripped,
-		readNotPermitted:     float64(sn.NotPermitted),
-		readFailureRate:      sn.FailureRate,
-		readSlowRate:         sn.SlowCallRate,
-		readFailureThreshold: sn.FailureRateThreshold,
-		readSlowThreshold:    sn.SlowCallRateThreshold,
-		readOpenDuration:     sn.OpenDuration.Seconds(),
+	for i, rd := range singleReads {
+		var v float64
+		switch rd {
+		case readNotPermitted:
+			v = float64(sn.NotPermitted)
+		case readFailureRate:
+			v = sn.FailureRate
+		case readSlowRate:
+			v = sn.SlowCallRate
+		case readFailureThreshold:
+			v = sn.FailureRateThreshold
+		case readSlowThreshold:
+			v = sn.SlowCallRateThreshold
+		case readOpenDuration:
+			v = sn.OpenDuration.Seconds()
+		}
+		r.singles[i] = v
 	}
-	return r
 }
 
-// Value boxes: the dto message and the value it points to in one allocation.
-type gaugeBox struct {
-	g dto.Gauge
-	v float64
-}
+// The dto messages of the series point into the readings, which are immutable once stored, so a
+// series costs one small allocation; the values 0, 1 and NaN — every state gauge, most trips and
+// rejection counters, a rate below the minimum number of calls — share package-level messages
+// and cost none. Nothing writes a dto message after Write: client_golang and the encoders only
+// read them.
+var (
+	zero, one, nan = 0.0, 1.0, math.NaN()
+	gaugeZero      = &dto.Gauge{Value: &zero}
+	gaugeOne       = &dto.Gauge{Value: &one}
+	gaugeNaN       = &dto.Gauge{Value: &nan}
+	counterZero    = &dto.Counter{Value: &zero}
+	emptyHistogram = histogramOf(&histogram.Snapshot{}, nil)
+)
 
-type counterBox struct {
-	c dto.Counter
-	v float64
-}
-
-func gaugeOf(v float64) *dto.Gauge {
-	bx := &gaugeBox{v: v}
-	bx.g.Value = &bx.v
-	return &bx.g
-}
-
-func counterOf(v float64) *dto.Counter {
-	bx := &counterBox{v: v}
-	bx.c.Value = &bx.v
-	return &bx.c
-}
-
-// durationBounds are the classic bounds of the call duration histogram, addressable for the dto
-// messages.
-var durationBounds = func() (out [catalog.NumDurationBuckets]float64) {
-	copy(out[:], catalog.DurationBuckets)
-	return out
-}()
-
-type histogramBox struct {
-	h       dto.Histogram
-	buckets [catalog.NumDurationBuckets]dto.Bucket
-	ptrs    [catalog.NumDurationBuckets]*dto.Bucket
-}
-
-// histogramOf builds the dto of a classic duration histogram in one allocation; the counts stay
-// in the (immutable) reading.
-func histogramOf(c *classicHistogram) *dto.Histogram {
-	bx := &histogramBox{}
-	for i := range bx.buckets {
-		bx.buckets[i].CumulativeCount = &c.cum[i]
-		bx.buckets[i].UpperBound = &durationBounds[i]
-		bx.ptrs[i] = &bx.buckets[i]
+// gaugeAt returns a gauge message whose value is *v (v must not change).
+func gaugeAt(v *float64) *dto.Gauge {
+	switch {
+	case *v == 0:
+		return gaugeZero
+	case *v == 1:
+		return gaugeOne
+	case math.IsNaN(*v):
+		return gaugeNaN
 	}
-	bx.h.SampleCount = &c.count
-	bx.h.SampleSum = &c.sum
-	bx.h.Bucket = bx.ptrs[:]
-	return &bx.h
+	return &dto.Gauge{Value: v}
+}
+
+// counterAt returns a counter message whose value is *v (v must not change).
+func counterAt(v *float64) *dto.Counter {
+	if *v == 0 {
+		return counterZero
+	}
+	return &dto.Counter{Value: v}
 }

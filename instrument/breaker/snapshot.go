@@ -52,6 +52,8 @@ type Snapshot struct {
 	FailureRateThreshold, SlowCallRateThreshold float64
 	// OpenDuration is the configured base open duration.
 	OpenDuration time.Duration
+	// SlowCallDuration is the configured slow-call duration; 0 means slow-call detection is off.
+	SlowCallDuration time.Duration
 	// HalfOpenProbes is the number of half-open permits in use or spent in the current
 	// half-open period (0 in a half-open period no call has reached yet).
 	HalfOpenProbes int
@@ -100,6 +102,7 @@ func (b *Breaker) Snapshot() Snapshot {
 	}
 	sn.FailureRateThreshold, sn.SlowCallRateThreshold = s.expFailThr, s.expSlowThr
 	sn.OpenDuration = time.Duration(s.openBase)
+	sn.SlowCallDuration = time.Duration(s.slowNs)
 	if walked == 0 {
 		sn.HalfOpenProbes = int(e.probes.Load())
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,9 @@ func newChecker(t testingT, rc ruleConfig) *checker {
 			}
 			if strings.HasSuffix(level, "_cause") {
 				ls = append(ls, catalog.LabelCause)
+			}
+			if strings.HasSuffix(level, "_instance") {
+				ls = append(ls, "instance")
 			}
 			c.recorded[rl.Record] = ls
 		}
@@ -179,6 +183,29 @@ func (c *checker) check(where, expr string, requireSelector, requireGroupBy bool
 	return e
 }
 
+// templateQueryRE finds the queries an alert template runs: {{ with printf "<query>" $labels.a … | query }}.
+var templateQueryRE = regexp.MustCompile(`printf ("(?:[^"\\]|\\.)*")((?: \$labels\.[a-zA-Z_][a-zA-Z0-9_]*)*) \| query`)
+
+// templateQueries returns the PromQL of every query in an annotation, with the alert's label
+// values (printf's %q verbs) filled in.
+func templateQueries(t testingT, annotation string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range templateQueryRE.FindAllStringSubmatch(annotation, -1) {
+		format, err := strconv.Unquote(m[1])
+		require.NoError(t, err, m[1])
+		args := strings.Fields(m[2])
+		values := make([]any, len(args))
+		for i := range args {
+			values[i] = "value"
+		}
+		q := fmt.Sprintf(format, values...)
+		require.NotContains(t, q, "%!", "printf verbs and $labels arguments match: %s", m[0])
+		out = append(out, q)
+	}
+	return out
+}
+
 func hasMatcher(ms []*labels.Matcher, want *labels.Matcher) bool {
 	for _, m := range ms {
 		if m.Name == want.Name && m.Type == want.Type && m.Value == want.Value {
@@ -207,13 +234,16 @@ func TestRuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 					}
 					if rl.Alert != "" {
 						assert.Equal(t, parser.ValueTypeVector, e.Type(), where)
-						for _, a := range rl.Annotations {
-							assert.NotContains(t, a, "{{ $value", "%s: annotations do not depend on $value (the tests expand them exactly)", where)
+						assert.Contains(t, rl.Annotations["description"], "$value", "%s: the description states the measured value", where)
+						for name, a := range rl.Annotations {
+							for _, q := range templateQueries(t, a) {
+								c.check(where+" annotation "+name+" query", q, true, false)
+							}
 						}
 					}
 				}
 			}
-			assert.Equal(t, 22, n)
+			assert.Equal(t, 23, n)
 		})
 	}
 }

@@ -82,6 +82,21 @@ type Config struct {
 	Provisioning bool
 }
 
+// Validate reports the first problem of cfg as a *ConfigError, or nil.
+func (cfg Config) Validate() error {
+	_, err := cfg.resolve()
+	return err
+}
+
+// DependencyUID returns the uid of the Dependency dashboard generated with UIDPrefix
+// uidPrefix ("" means DefaultUIDPrefix): the dashboard the alerts' dashboard_url opens.
+func DependencyUID(uidPrefix string) string {
+	if uidPrefix == "" {
+		uidPrefix = DefaultUIDPrefix
+	}
+	return uidPrefix + dependencySuffix
+}
+
 // resolved is a validated Config with its defaults applied.
 type resolved struct {
 	ns           string // "" means no prefix

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -41,7 +42,7 @@ const (
 	// MaxGroupBy caps the number of Config.GroupBy labels: each one is part of every
 	// recorded series' name and of every alert's label set.
 	MaxGroupBy = 16
-	// MaxURLLength caps Config.RunbookBaseURL, in bytes.
+	// MaxURLLength caps Config.RunbookBaseURL and Config.GrafanaBaseURL, in bytes.
 	MaxURLLength = 2048
 )
 
@@ -109,6 +110,17 @@ type Config struct {
 	// DashboardTitlePrefix is the title prefix of the generated Grafana dashboards, which the
 	// runbooks point at ("<prefix> / Overview"); "" means DefaultDashboardTitlePrefix.
 	DashboardTitlePrefix string
+	// DashboardUIDPrefix is the uid prefix of the generated Grafana dashboards (as
+	// dashboards.Config.UIDPrefix): every alert's dashboard_url opens the Dependency dashboard,
+	// uid "<prefix>-dependency". "" means dashboards.DefaultUIDPrefix.
+	DashboardUIDPrefix string
+	// GrafanaBaseURL is where Grafana serves the generated dashboards, such as
+	// https://grafana.example.com: every alert's dashboard_url annotation is
+	// <base>/d/<uid>?var-…=… (the Dependency dashboard on the alert's labels). The same rules
+	// as RunbookBaseURL apply (an absolute http or https URL with a host, or a relative path;
+	// no userinfo, query or fragment; never expanded as a template). "" means none: the
+	// annotation is the path /d/<uid>?…, relative to Grafana's root.
+	GrafanaBaseURL string
 }
 
 // DefaultDashboardTitlePrefix is the dashboards' default title prefix.
@@ -128,6 +140,10 @@ type AlertConfig struct {
 	KeepFiringFor *time.Duration
 	// Severity replaces the alert's severity: info, warning or critical.
 	Severity string
+	// MinInstances, for CircuitBreakerOpenFleetWide only, is how many instances of a job must
+	// have the breaker open (besides more than the threshold's share of them): 1 to
+	// MaxMinInstances, DefaultMinInstances when nil.
+	MinInstances *int
 }
 
 // ConfigError is the configuration error of every stormwatch package (catalog.ConfigError).
@@ -159,6 +175,8 @@ type settings struct {
 	forDur    time.Duration
 	keep      time.Duration
 	severity  string
+	// minInstances is CircuitBreakerOpenFleetWide's instance floor (0 for the others).
+	minInstances int
 }
 
 // resolved is a validated Config with its defaults applied.
@@ -169,9 +187,19 @@ type resolved struct {
 	runbookBase string
 	format      Format
 	alerts      map[string]settings
+	titlePrefix string        // of the dashboards' titles
 	dashboard   string        // title of the Overview dashboard
 	rateWindow  time.Duration // window of the recorded rates
+	// grafanaBase is GrafanaBaseURL without a trailing slash ("" for none), dependencyUID the
+	// uid of the Dependency dashboard, and dashVars the labels that are variables of it besides
+	// instance (GroupBy as configured, without the selector's labels).
+	grafanaBase   string
+	dependencyUID string
+	dashVars      []string
 }
+
+// dependencyTitle is the title of the Dependency dashboard.
+func (r *resolved) dependencyTitle() string { return r.titlePrefix + " / Dependency" }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
 func (cfg Config) Validate() error {
@@ -229,6 +257,7 @@ func (cfg Config) resolve() (*resolved, error) {
 		return nil, fieldErr("group_by", gb, "must contain %q: every alert is about one named primitive", catalog.LabelName)
 	}
 	r.groupBy = slices.Clone(gb)
+	r.dashVars = slices.Clone(gb)
 	for _, m := range ms {
 		if !seen[m.Name] && m.Name != labelInstance {
 			seen[m.Name] = true
@@ -256,11 +285,22 @@ func (cfg Config) resolve() (*resolved, error) {
 	}
 	r.runbookBase = strings.TrimSuffix(r.runbookBase, "/")
 
-	r.dashboard = cfg.DashboardTitlePrefix
-	if r.dashboard == "" {
-		r.dashboard = DefaultDashboardTitlePrefix
+	if cfg.GrafanaBaseURL != "" {
+		if err := checkBaseURL(cfg.GrafanaBaseURL); err != nil {
+			return nil, fieldErr("grafana_base_url", cfg.GrafanaBaseURL, "%v", err)
+		}
+		r.grafanaBase = strings.TrimSuffix(cfg.GrafanaBaseURL, "/")
 	}
-	r.dashboard += " / Overview"
+	if err := (dashboards.Config{UIDPrefix: cfg.DashboardUIDPrefix}).Validate(); err != nil {
+		return nil, fieldErr("dashboards.uid_prefix", cfg.DashboardUIDPrefix, "%s", reason(err))
+	}
+	r.dependencyUID = dashboards.DependencyUID(cfg.DashboardUIDPrefix)
+
+	r.titlePrefix = cfg.DashboardTitlePrefix
+	if r.titlePrefix == "" {
+		r.titlePrefix = DefaultDashboardTitlePrefix
+	}
+	r.dashboard = r.titlePrefix + " / Overview"
 
 	switch cfg.Format {
 	case "":
@@ -306,6 +346,19 @@ func (cfg Config) resolve() (*resolved, error) {
 				return nil, fieldErr(path+"keep_firing_for", model.Duration(*o.KeepFiringFor), "%v", err)
 			}
 			s.keep = *o.KeepFiringFor
+		}
+		if sp.name == AlertOpenFleetWide {
+			s.minInstances = DefaultMinInstances
+		}
+		if o.MinInstances != nil {
+			n := *o.MinInstances
+			switch {
+			case sp.name != AlertOpenFleetWide:
+				return nil, fieldErr(path+"min_instances", n, "only %s has min_instances", AlertOpenFleetWide)
+			case n < 1 || n > MaxMinInstances:
+				return nil, fieldErr(path+"min_instances", n, "out of range [1, %d]", MaxMinInstances)
+			}
+			s.minInstances = n
 		}
 		if o.Severity != "" {
 			if !slices.Contains(Severities, o.Severity) {

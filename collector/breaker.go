@@ -13,30 +13,30 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 )
 
-// breakerPart exports every circuitbreaker metric of the catalog for every breaker in the
+// breakerPart exports the circuitbreaker metrics of the catalog for every breaker in the
 // registry.
 //
-// Every counter label value that can occur starts at 0: all call kinds, both duration kinds, and
-// the transition pairs for which breaker.CanTransition holds — the automatic closed→open,
-// open→half_open, half_open→closed and half_open→open, and the manual moves from every other
-// state to closed (Reset), forced_open, disabled and metrics_only. The pairs that cannot occur (a
-// state to itself, closed→half_open, and forced_open, disabled or metrics_only to open or
-// half_open) are not exported. The duration histogram is exported only while the breaker
-// records it (Config.DisableDurationHistogram unset). Trips by cause are not exported (yet).
+// By default a breaker exports (see the package documentation): the closed, open and half_open
+// states, and the others once it has been in them (its current state, or a committed transition
+// into it); the transitions to open from 0, the other pairs once counted; tripped_since with its
+// cause; the successful and failed calls (the slow kinds too with slow-call detection on, ignored
+// once counted); not-permitted calls; the failure rate; the slow-call rate and threshold with
+// slow-call detection on; the duration of successful calls while the breaker records durations.
+// With full detail, every state, every transition that breaker.CanTransition allows, every call
+// kind, both duration kinds and every configuration gauge, from the start.
 //
 // Scraping 10,000 breakers is dominated by client_golang's own per-series work, so this part
 // keeps its share small: the label pairs and the prometheus.Metric objects of a breaker are
 // built once, the first time a scrape sees it. Each scrape takes one Snapshot per breaker and
-// keeps what it exports in a compact reading (one allocation per breaker); every series of the
-// breaker reads its value from that reading into the dto message (one allocation per series). Series are sent family by family in label order, so the registry's
-// sort finds them already sorted.
+// keeps what it exports in a compact reading (one allocation per breaker, the successful-call
+// histogram included); every series of the breaker reads its value from that reading into the
+// dto message (one allocation per series). Series are sent family by family in label order, so
+// the registry's sort finds them already sorted.
 type breakerPart struct {
-	reg *instrument.Registry
-
-	state, transitions, tripped, calls, notPermitted, duration *prometheus.Desc
-	failureRate, slowRate, failureThreshold, slowThreshold     *prometheus.Desc
-	openDuration                                               *prometheus.Desc
-	descs                                                      [numReads]*prometheus.Desc // by read kind
+	reg    *instrument.Registry
+	full   bool
+	bounds []float64 // classic bounds of the duration histogram; nil: native only
+	descs  [numReads]*prometheus.Desc
 
 	mu     sync.Mutex
 	series map[*breaker.Breaker]*breakerSeries
@@ -51,6 +51,9 @@ var (
 	sortedStates        = sortedByName(catalog.States[:])
 	sortedCallKinds     = sortedByName(catalog.CallKinds[:])
 	sortedDurationKinds = sortedByName(catalog.DurationKinds[:])
+	// sortedTripCauses are the trip causes in label order, after the empty cause of a closed
+	// breaker.
+	sortedTripCauses = sortedByName(catalog.TripCauses[:])
 )
 
 // transitionPairs are the (from, to) pairs that can occur, by from in sortedStates order, then
@@ -75,25 +78,23 @@ func sortedByName[T interface{ String() string }](xs []T) []T {
 
 func newBreakerPart(c *Collector) *breakerPart {
 	p := &breakerPart{
-		reg:              c.reg,
-		state:            c.desc(catalog.BreakerState),
-		transitions:      c.desc(catalog.BreakerTransitions),
-		tripped:          c.desc(catalog.BreakerTrippedSince),
-		calls:            c.desc(catalog.BreakerCalls),
-		notPermitted:     c.desc(catalog.BreakerNotPermitted),
-		duration:         c.desc(catalog.BreakerCallDuration),
-		failureRate:      c.desc(catalog.BreakerFailureRate),
-		slowRate:         c.desc(catalog.BreakerSlowCallRate),
-		failureThreshold: c.desc(catalog.BreakerFailureRateThreshold),
-		slowThreshold:    c.desc(catalog.BreakerSlowCallRateThreshold),
-		openDuration:     c.desc(catalog.BreakerOpenDuration),
-		series:           map[*breaker.Breaker]*breakerSeries{},
+		reg:    c.reg,
+		full:   c.full,
+		bounds: c.bounds(durationBounds),
+		series: map[*breaker.Breaker]*breakerSeries{},
 	}
 	p.descs = [numReads]*prometheus.Desc{
-		readState: p.state, readTransitions: p.transitions, readTripped: p.tripped, readCalls: p.calls,
-		readNotPermitted: p.notPermitted, readDuration: p.duration, readFailureRate: p.failureRate,
-		readSlowRate: p.slowRate, readFailureThreshold: p.failureThreshold,
-		readSlowThreshold: p.slowThreshold, readOpenDuration: p.openDuration,
+		readState:            c.desc(catalog.BreakerState),
+		readTransitions:      c.desc(catalog.BreakerTransitions),
+		readTripped:          c.desc(catalog.BreakerTrippedSince),
+		readCalls:            c.desc(catalog.BreakerCalls),
+		readNotPermitted:     c.desc(catalog.BreakerNotPermitted),
+		readDuration:         c.desc(catalog.BreakerCallDuration),
+		readFailureRate:      c.desc(catalog.BreakerFailureRate),
+		readSlowRate:         c.desc(catalog.BreakerSlowCallRate),
+		readFailureThreshold: c.desc(catalog.BreakerFailureRateThreshold),
+		readSlowThreshold:    c.desc(catalog.BreakerSlowCallRateThreshold),
+		readOpenDuration:     c.desc(catalog.BreakerOpenDuration),
 	}
 	return p
 }
@@ -120,14 +121,14 @@ const (
 	numReads
 )
 
-// singleReads are the unlabelled series of a breaker (besides `name`), in exposition order.
-var singleReads = [...]uint8{readTripped, readNotPermitted, readFailureRate, readSlowRate,
+// singleReads are the series of a breaker labelled by `name` only, in exposition order.
+var singleReads = [...]uint8{readNotPermitted, readFailureRate, readSlowRate,
 	readFailureThreshold, readSlowThreshold, readOpenDuration}
 
 // breakerMetric is one series of one breaker: a prometheus.Metric that reads its value from the
 // breaker's latest snapshot when the registry asks for it. It is kept small (16 bytes, one
-// pointer) because a scrape of 10,000 breakers walks half a million of them and the garbage
-// collector scans them all.
+// pointer) because a scrape of 10,000 breakers walks hundreds of thousands of them and the
+// garbage collector scans them all.
 type breakerMetric struct {
 	s      *breakerSeries
 	lo, hi uint8 // its label pairs: s.labels[lo:hi]
@@ -147,22 +148,23 @@ type breakerSeries struct {
 	state       [catalog.NumStates]breakerMetric // in sortedStates order
 	transitions []breakerMetric                  // in transitionPairs order
 	fromEnd     [catalog.NumStates]uint8         // transitions of the i-th from end at fromEnd[i]
+	tripped     breakerMetric                    // its label pairs: (cause, name) per cause, see tripLabels
 	calls       [catalog.NumCallKinds]breakerMetric
 	duration    [len(catalog.DurationKinds)]breakerMetric
 	single      [len(singleReads)]breakerMetric
 }
 
 // labelPairsPerBreaker is the number of label pairs of one breaker's series: `name` on every
-// series, plus the state, from and to, or kind label.
-var labelPairsPerBreaker = 2*catalog.NumStates + 3*len(transitionPairs) + 2*catalog.NumCallKinds +
-	2*len(catalog.DurationKinds) + len(singleReads)
+// series, plus the state, from and to, kind or cause label.
+var labelPairsPerBreaker = 2*catalog.NumStates + 3*len(transitionPairs) + 2*(catalog.NumTripCauses+1) +
+	2*catalog.NumCallKinds + 2*len(catalog.DurationKinds) + len(singleReads)
 
 func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries {
 	s := &breakerSeries{p: p, b: b, labels: make([]*dto.LabelPair, 0, labelPairsPerBreaker)}
 	nameLabel := labelPair(catalog.LabelName, name)
 	m := func(read uint8, x, y uint8, extra ...*dto.LabelPair) breakerMetric {
-		// Label pairs sorted by label name, as client_golang expects: from < kind < name <
-		// state < to.
+		// Label pairs sorted by label name, as client_golang expects: cause < from < kind <
+		// name < state < to.
 		lo := len(s.labels)
 		for _, l := range extra {
 			if l.GetName() < catalog.LabelName {
@@ -194,6 +196,12 @@ func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries 
 	for j := 1; j < len(s.fromEnd); j++ { // a from state without transitions ends where the last did
 		s.fromEnd[j] = max(s.fromEnd[j], s.fromEnd[j-1])
 	}
+	// tripped_since: (cause, name) for each cause by its catalog value, then ("", name).
+	s.tripped = m(readTripped, 0, 0, causeLabels[0])
+	for _, c := range catalog.TripCauses[1:] {
+		m(readTripped, 0, 0, causeLabels[c])
+	}
+	m(readTripped, 0, 0, causeLabels[catalog.NumTripCauses])
 	for i, k := range sortedCallKinds {
 		s.calls[i] = m(readCalls, uint8(k), 0, kindLabels[k])
 	}
@@ -223,6 +231,15 @@ var (
 		for _, k := range catalog.CallKinds {
 			out[k] = labelPair(catalog.LabelKind, k.String())
 		}
+		return out
+	}()
+	// causeLabels are the trip cause label pairs by catalog value, and at NumTripCauses the
+	// empty cause of a closed breaker.
+	causeLabels = func() (out [catalog.NumTripCauses + 1]*dto.LabelPair) {
+		for _, c := range catalog.TripCauses {
+			out[c] = labelPair(catalog.LabelCause, c.String())
+		}
+		out[catalog.NumTripCauses] = labelPair(catalog.LabelCause, "")
 		return out
 	}()
 )
@@ -266,43 +283,83 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
-	for _, s := range all {
+	reads := make([]*breakerReading, len(all))
+	for i, s := range all {
 		sn := s.b.Snapshot()
-		s.read.Store(newBreakerReading(&sn))
+		r := p.newReading(&sn)
+		s.read.Store(r)
+		reads[i] = r
 	}
-	for _, s := range all {
-		for i := range s.state {
-			ch <- &s.state[i]
+	full := p.full
+	for i, s := range all {
+		r := reads[i]
+		for j, st := range sortedStates {
+			if full || st <= catalog.StateHalfOpen || r.visited&(1<<st) != 0 {
+				ch <- &s.state[j]
+			}
 		}
 	}
 	for i := range sortedStates {
-		for _, s := range all {
+		for k, s := range all {
+			r := reads[k]
 			lo := uint8(0)
 			if i > 0 {
 				lo = s.fromEnd[i-1]
 			}
 			for j := lo; j < s.fromEnd[i]; j++ {
-				ch <- &s.transitions[j]
+				tr := &s.transitions[j]
+				if full || catalog.State(tr.y) == catalog.StateOpen || r.transitions[tr.x][tr.y] > 0 {
+					ch <- tr
+				}
 			}
 		}
 	}
-	for i := range sortedCallKinds {
-		for _, s := range all {
-			ch <- &s.calls[i]
+	for i, s := range all { // the closed ones (empty cause) first, then by cause
+		if reads[i].tripped == 0 {
+			ch <- &s.tripped
 		}
 	}
-	for i := range sortedDurationKinds {
-		for _, s := range all {
-			if s.read.Load().durationsRecorded {
-				ch <- &s.duration[i]
+	for _, c := range sortedTripCauses {
+		for i, s := range all {
+			if r := reads[i]; r.tripped != 0 && r.cause == c {
+				ch <- &s.tripped
 			}
 		}
 	}
-	for i := range singleReads {
-		for _, s := range all {
-			ch <- &s.single[i]
+	for j, k := range sortedCallKinds {
+		for i, s := range all {
+			r := reads[i]
+			if full || r.calls[k] > 0 || k == catalog.CallSuccessful || k == catalog.CallFailed ||
+				(r.slowOn && (k == catalog.CallSlowSuccessful || k == catalog.CallSlowFailed)) {
+				ch <- &s.calls[j]
+			}
 		}
 	}
+	for j, k := range sortedDurationKinds {
+		for i, s := range all {
+			if reads[i].durations[k] != nil {
+				ch <- &s.duration[j]
+			}
+		}
+	}
+	for j, rd := range singleReads {
+		for i, s := range all {
+			if full || exportedSingle(rd, reads[i]) {
+				ch <- &s.single[j]
+			}
+		}
+	}
+}
+
+// exportedSingle reports whether the default exposition holds the unlabelled series rd of r.
+func exportedSingle(rd uint8, r *breakerReading) bool {
+	switch rd {
+	case readSlowRate, readSlowThreshold:
+		return r.slowOn
+	case readFailureThreshold, readOpenDuration:
+		return false
+	}
+	return true
 }
 
 // Desc implements prometheus.Metric.
@@ -321,57 +378,64 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 		out.Gauge = gaugeOf(v)
 	case readTransitions:
 		out.Counter = counterOf(float64(r.transitions[m.x][m.y]))
+	case readTripped:
+		c := int(catalog.NumTripCauses)
+		if r.tripped != 0 {
+			c = int(r.cause)
+		}
+		lo := int(m.lo) + 2*c
+		out.Label = m.s.labels[lo : lo+2 : lo+2]
+		out.Gauge = gaugeOf(r.tripped)
 	case readCalls:
 		out.Counter = counterOf(float64(r.calls[m.x]))
 	case readDuration:
-		out.Histogram = histogramOf(&r.durations[m.x])
-	case readTripped, readNotPermitted, readFailureRate, readSlowRate, readFailureThreshold,
-		readSlowThreshold, readOpenDuration:
-		v := r.singles[m.read]
-		if m.read == readNotPermitted {
-			out.Counter = counterOf(v)
-		} else {
-			out.Gauge = gaugeOf(v)
-		}
+		out.Histogram = r.durations[m.x]
+	case readNotPermitted:
+		out.Counter = counterOf(r.singles[m.read])
+	default:
+		out.Gauge = gaugeOf(r.singles[m.read])
 	}
 	return nil
 }
 
 // breakerReading is what one scrape exports of one breaker, taken from its Snapshot: the
-// counters indexed by the catalog values, the classic duration histograms with their
-// cumulative counts, and the values of the unlabelled series. It is a third of a Snapshot's
-// size (the native histogram buckets are folded into the classic ones once, here).
+// counters indexed by the catalog values, the states it has been in, the histograms it exports
+// and the values of the unlabelled series. The successful-call histogram lives in the reading
+// itself.
 type breakerReading struct {
-	state             catalog.State
-	durationsRecorded bool
-	transitions       [catalog.NumStates][catalog.NumStates]uint64
-	calls             [catalog.NumCallKinds]uint64
-	durations         [len(catalog.DurationKinds)]classicHistogram
-	singles           [numReads]float64 // the unlabelled series' values, by read kind
+	state       catalog.State
+	visited     uint8 // bit s: the breaker is or has been in state s
+	slowOn      bool
+	cause       catalog.TripCause
+	tripped     float64 // Unix seconds of the trip; 0 while closed
+	transitions [catalog.NumStates][catalog.NumStates]uint64
+	calls       [catalog.NumCallKinds]uint64
+	durations   [len(catalog.DurationKinds)]*dto.Histogram // nil: not exported
+	singles     [numReads]float64                          // the unlabelled series' values, by read kind
+	successful  histogramBox
 }
 
-// classicHistogram is a call duration histogram in classic buckets (catalog.DurationBuckets).
-type classicHistogram struct {
-	count uint64
-	sum   float64
-	cum   [catalog.NumDurationBuckets]uint64
-}
-
-func newBreakerReading(sn *breaker.Snapshot) *breakerReading {
-	r := &breakerReading{state: sn.State, durationsRecorded: sn.DurationsRecorded,
+func (p *breakerPart) newReading(sn *breaker.Snapshot) *breakerReading {
+	r := &breakerReading{state: sn.State, slowOn: sn.SlowCallDuration > 0, cause: sn.TripCause,
 		transitions: sn.Transitions, calls: sn.Calls}
-	for _, k := range catalog.DurationKinds {
-		d := &sn.Durations[k]
-		h := &r.durations[k]
-		h.count, h.sum = d.Count, d.Sum
-		d.CumulativeTo(durationBounds[:], h.cum[:])
+	r.visited = 1 << sn.State
+	for from := range catalog.NumStates {
+		for to := range catalog.NumStates {
+			if sn.Transitions[from][to] > 0 {
+				r.visited |= 1 << to
+			}
+		}
 	}
-	var tripped float64
+	if sn.DurationsRecorded {
+		r.durations[catalog.CallSuccessful] = r.successful.fill(&sn.Durations[catalog.CallSuccessful], p.bounds)
+		if p.full {
+			r.durations[catalog.CallFailed] = histogramOf(&sn.Durations[catalog.CallFailed], p.bounds)
+		}
+	}
 	if !sn.TrippedSince.IsZero() {
-		tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
+		r.tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
 	}
 	r.singles = [numReads]float64{
-		readTripped:          tripped,
 		readNotPermitted:     float64(sn.NotPermitted),
 		readFailureRate:      sn.FailureRate,
 		readSlowRate:         sn.SlowCallRate,
@@ -403,32 +467,4 @@ func counterOf(v float64) *dto.Counter {
 	bx := &counterBox{v: v}
 	bx.c.Value = &bx.v
 	return &bx.c
-}
-
-// durationBounds are the classic bounds of the call duration histogram, addressable for the dto
-// messages.
-var durationBounds = func() (out [catalog.NumDurationBuckets]float64) {
-	copy(out[:], catalog.DurationBuckets)
-	return out
-}()
-
-type histogramBox struct {
-	h       dto.Histogram
-	buckets [catalog.NumDurationBuckets]dto.Bucket
-	ptrs    [catalog.NumDurationBuckets]*dto.Bucket
-}
-
-// histogramOf builds the dto of a classic duration histogram in one allocation; the counts stay
-// in the (immutable) reading.
-func histogramOf(c *classicHistogram) *dto.Histogram {
-	bx := &histogramBox{}
-	for i := range bx.buckets {
-		bx.buckets[i].CumulativeCount = &c.cum[i]
-		bx.buckets[i].UpperBound = &durationBounds[i]
-		bx.ptrs[i] = &bx.buckets[i]
-	}
-	bx.h.SampleCount = &c.count
-	bx.h.SampleSum = &c.sum
-	bx.h.Bucket = bx.ptrs[:]
-	return &bx.h
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -48,45 +49,13 @@ func takes(clk *clock.Fake, d time.Duration, err error) func(context.Context) er
 	}
 }
 
-func TestBreakerExpositionAfterScriptedHistory(t *testing.T) {
-	clk := clock.NewFake(bt0)
-	reg, err := instrument.NewRegistry()
-	require.NoError(t, err)
-	b, err := reg.Breaker("payments", breaker.Config{
-		WindowSize: 10, MinCalls: 5, FailureRateThreshold: 0.5, SlowCallDuration: time.Second,
-		OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1, Clock: clk,
-	})
-	require.NoError(t, err)
-	c, err := New(reg)
-	require.NoError(t, err)
-
-	const help = `
-# HELP resilience_circuitbreaker_state Effective circuit breaker state: 1 for the current state, 0 for the others.
-# TYPE resilience_circuitbreaker_state gauge
-# HELP resilience_circuitbreaker_tripped_since_timestamp_seconds Unix time of the trip that began the current not-closed episode; 0 while closed.
-# TYPE resilience_circuitbreaker_tripped_since_timestamp_seconds gauge
-# HELP resilience_circuitbreaker_not_permitted_calls_total Calls rejected by the circuit breaker.
-# TYPE resilience_circuitbreaker_not_permitted_calls_total counter
-`
-	stateLines := func(cur string) string {
-		var sb strings.Builder
-		for _, s := range catalog.Names(catalog.States[:]) {
-			v := 0
-			if s == cur {
-				v = 1
-			}
-			fmt.Fprintf(&sb, "resilience_circuitbreaker_state{name=\"payments\",state=%q} %d\n", s, v)
-		}
-		return sb.String()
-	}
-	brief := []string{"resilience_circuitbreaker_state", "resilience_circuitbreaker_tripped_since_timestamp_seconds", "resilience_circuitbreaker_not_permitted_calls_total"}
-
-	// Before any call: closed, everything at 0.
-	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(help+stateLines("closed")+`
-resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 0
-resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 0
-`), brief...))
-
+// breakerHistory runs the scripted history of the exposition tests on a breaker called payments
+// (count window of 10, 5 calls minimum, slow calls above 1 s, 30 s open, one probe): a trip on
+// failures at T+3s, two rejections, a successful probe 30 s later, then 4 instant successes, 1
+// instant failure and 1 ignored call. check is called at each step with the breaker's state.
+func breakerHistory(t *testing.T, clk *clock.Fake, b *breaker.Breaker, check func(step string)) {
+	t.Helper()
+	check("start")
 	// 1 success (500 ms), 1 slow success (1.5 s), 3 failures (250, 250, 500 ms): 3 of 5
 	// failed at T+3s → trip.
 	require.NoError(t, b.Do(bctx, takes(clk, 500*time.Millisecond, nil)))
@@ -98,21 +67,12 @@ resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 0
 	// 2 rejections.
 	require.ErrorIs(t, b.Do(bctx, takes(clk, 0, nil)), breaker.ErrOpen)
 	require.ErrorIs(t, b.Do(bctx, takes(clk, 0, nil)), breaker.ErrOpen)
-	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(help+stateLines("open")+`
-resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 1767225603
-resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
-`), brief...))
-
+	check("open")
 	// 30 s later the breaker is effectively half-open; scraping does not commit it.
 	clk.Advance(30 * time.Second)
-	for range 2 {
-		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(help+stateLines("half_open")+`
-resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 1767225603
-resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
-`), brief...))
-	}
+	check("half_open")
+	check("half_open")
 	assert.Zero(t, b.Snapshot().Transitions[catalog.StateOpen][catalog.StateHalfOpen], "a scrape never commits a transition")
-
 	// The probe succeeds (500 ms) → closed. Then 4 instant successes, 1 instant failure and 1
 	// ignored call: the new window holds 1 failure in 5 calls.
 	require.NoError(t, b.Do(bctx, takes(clk, 500*time.Millisecond, nil)))
@@ -122,6 +82,113 @@ resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 	}
 	require.Error(t, b.Do(bctx, takes(clk, 0, errDown)))
 	require.Error(t, b.Do(bctx, takes(clk, 0, breaker.Ignore(errDown))))
+	check("end")
+}
+
+func newHistoryBreaker(t *testing.T, opts ...Option) (*clock.Fake, *breaker.Breaker, *Collector) {
+	t.Helper()
+	clk := clock.NewFake(bt0)
+	reg, err := instrument.NewRegistry()
+	require.NoError(t, err)
+	b, err := reg.Breaker("payments", breaker.Config{
+		WindowSize: 10, MinCalls: 5, FailureRateThreshold: 0.5, SlowCallDuration: time.Second,
+		OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1, Clock: clk,
+	})
+	require.NoError(t, err)
+	c, err := New(reg, opts...)
+	require.NoError(t, err)
+	return clk, b, c
+}
+
+const (
+	helpState   = "# HELP resilience_circuitbreaker_state Effective circuit breaker state: 1 for the current state, 0 for the others.\n# TYPE resilience_circuitbreaker_state gauge\n"
+	helpTripped = "# HELP resilience_circuitbreaker_tripped_since_timestamp_seconds Unix time of the trip that began the current not-closed episode, labelled with its cause; 0 (and no cause) while closed.\n# TYPE resilience_circuitbreaker_tripped_since_timestamp_seconds gauge\n"
+	helpNotPerm = "# HELP resilience_circuitbreaker_not_permitted_calls_total Calls rejected by the circuit breaker.\n# TYPE resilience_circuitbreaker_not_permitted_calls_total counter\n"
+)
+
+// stateLines writes the state series of breaker payments for the given states, cur at 1.
+func stateLines(cur string, states ...string) string {
+	var sb strings.Builder
+	sort.Strings(states)
+	for _, s := range states {
+		v := 0
+		if s == cur {
+			v = 1
+		}
+		fmt.Fprintf(&sb, "resilience_circuitbreaker_state{name=\"payments\",state=%q} %d\n", s, v)
+	}
+	return sb.String()
+}
+
+func breakerFamilies() []string {
+	var names []string
+	for _, m := range catalog.ByPrimitive(catalog.CircuitBreaker) {
+		names = append(names, m.FullName(catalog.DefaultNamespace))
+	}
+	return names
+}
+
+func TestBreakerExpositionAfterScriptedHistory(t *testing.T) {
+	clk, b, c := newHistoryBreaker(t)
+	brief := []string{"resilience_circuitbreaker_state", "resilience_circuitbreaker_tripped_since_timestamp_seconds", "resilience_circuitbreaker_not_permitted_calls_total"}
+	base := []string{"closed", "half_open", "open"}
+	steps := map[string]string{
+		// Before any call: closed, everything at 0, no trip cause.
+		"start": helpState + stateLines("closed", base...) + helpTripped +
+			"resilience_circuitbreaker_tripped_since_timestamp_seconds{cause=\"\",name=\"payments\"} 0\n" + helpNotPerm +
+			"resilience_circuitbreaker_not_permitted_calls_total{name=\"payments\"} 0\n",
+		"open": helpState + stateLines("open", base...) + helpTripped +
+			"resilience_circuitbreaker_tripped_since_timestamp_seconds{cause=\"failure_rate\",name=\"payments\"} 1767225603\n" + helpNotPerm +
+			"resilience_circuitbreaker_not_permitted_calls_total{name=\"payments\"} 2\n",
+		"half_open": helpState + stateLines("half_open", base...) + helpTripped +
+			"resilience_circuitbreaker_tripped_since_timestamp_seconds{cause=\"failure_rate\",name=\"payments\"} 1767225603\n" + helpNotPerm +
+			"resilience_circuitbreaker_not_permitted_calls_total{name=\"payments\"} 2\n",
+	}
+	breakerHistory(t, clk, b, func(step string) {
+		if want, ok := steps[step]; ok {
+			require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), brief...), step)
+		}
+	})
+
+	// Successful durations (slow ones included): 500 ms, 1.5 s, the 500 ms probe and 4 instant
+	// calls. Failed durations and the ignored call are not exported by default. The native
+	// histogram reads as its count and sum in the text format.
+	want := helpState + stateLines("closed", base...) + `# HELP resilience_circuitbreaker_transitions_total Committed circuit breaker state transitions; trips are to="open".
+# TYPE resilience_circuitbreaker_transitions_total counter
+resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="open"} 1
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="closed"} 1
+resilience_circuitbreaker_transitions_total{from="half_open",name="payments",to="open"} 0
+resilience_circuitbreaker_transitions_total{from="open",name="payments",to="half_open"} 1
+` + helpTripped + `resilience_circuitbreaker_tripped_since_timestamp_seconds{cause="",name="payments"} 0
+# HELP resilience_circuitbreaker_calls_total Calls permitted by the circuit breaker, by outcome.
+# TYPE resilience_circuitbreaker_calls_total counter
+resilience_circuitbreaker_calls_total{kind="failed",name="payments"} 4
+resilience_circuitbreaker_calls_total{kind="ignored",name="payments"} 1
+resilience_circuitbreaker_calls_total{kind="slow_failed",name="payments"} 0
+resilience_circuitbreaker_calls_total{kind="slow_successful",name="payments"} 1
+resilience_circuitbreaker_calls_total{kind="successful",name="payments"} 6
+` + helpNotPerm + `resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
+# HELP resilience_circuitbreaker_call_duration_seconds Duration of calls permitted by the circuit breaker.
+# TYPE resilience_circuitbreaker_call_duration_seconds histogram
+resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="+Inf"} 7
+resilience_circuitbreaker_call_duration_seconds_sum{kind="successful",name="payments"} 2.5
+resilience_circuitbreaker_call_duration_seconds_count{kind="successful",name="payments"} 7
+# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+# TYPE resilience_circuitbreaker_failure_rate gauge
+resilience_circuitbreaker_failure_rate{name="payments"} 0.2
+# HELP resilience_circuitbreaker_slow_call_rate Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+# TYPE resilience_circuitbreaker_slow_call_rate gauge
+resilience_circuitbreaker_slow_call_rate{name="payments"} 0
+# HELP resilience_circuitbreaker_slow_call_rate_threshold Configured slow-call ratio at which the circuit breaker trips.
+# TYPE resilience_circuitbreaker_slow_call_rate_threshold gauge
+resilience_circuitbreaker_slow_call_rate_threshold{name="payments"} 0.8
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), breakerFamilies()...))
+}
+
+func TestBreakerFullDetailExposition(t *testing.T) {
+	clk, b, c := newHistoryBreaker(t, WithFullDetail())
+	breakerHistory(t, clk, b, func(string) {})
 
 	// Durations observed: failed 250, 250, 500 ms and 0 (the instant failure); successful
 	// (slow ones included) 500 ms, 1.5 s, the 500 ms probe and 4 instant calls. The ignored call
@@ -129,16 +196,7 @@ resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 	const family = "resilience_circuitbreaker_call_duration_seconds"
 	durations := histogramLines(family, `kind="failed",name="payments"`, catalog.DurationBuckets, 0.25, 0.25, 0.5, 0) +
 		histogramLines(family, `kind="successful",name="payments"`, catalog.DurationBuckets, 0.5, 1.5, 0.5, 0, 0, 0, 0)
-	want := `
-# HELP resilience_circuitbreaker_state Effective circuit breaker state: 1 for the current state, 0 for the others.
-# TYPE resilience_circuitbreaker_state gauge
-resilience_circuitbreaker_state{name="payments",state="closed"} 1
-resilience_circuitbreaker_state{name="payments",state="disabled"} 0
-resilience_circuitbreaker_state{name="payments",state="forced_open"} 0
-resilience_circuitbreaker_state{name="payments",state="half_open"} 0
-resilience_circuitbreaker_state{name="payments",state="metrics_only"} 0
-resilience_circuitbreaker_state{name="payments",state="open"} 0
-# HELP resilience_circuitbreaker_transitions_total Committed circuit breaker state transitions; trips are to="open".
+	want := helpState + stateLines("closed", catalog.Names(catalog.States[:])...) + `# HELP resilience_circuitbreaker_transitions_total Committed circuit breaker state transitions; trips are to="open".
 # TYPE resilience_circuitbreaker_transitions_total counter
 resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="disabled"} 0
 resilience_circuitbreaker_transitions_total{from="closed",name="payments",to="forced_open"} 0
@@ -163,9 +221,7 @@ resilience_circuitbreaker_transitions_total{from="open",name="payments",to="disa
 resilience_circuitbreaker_transitions_total{from="open",name="payments",to="forced_open"} 0
 resilience_circuitbreaker_transitions_total{from="open",name="payments",to="half_open"} 1
 resilience_circuitbreaker_transitions_total{from="open",name="payments",to="metrics_only"} 0
-# HELP resilience_circuitbreaker_tripped_since_timestamp_seconds Unix time of the trip that began the current not-closed episode; 0 while closed.
-# TYPE resilience_circuitbreaker_tripped_since_timestamp_seconds gauge
-resilience_circuitbreaker_tripped_since_timestamp_seconds{name="payments"} 0
+` + helpTripped + `resilience_circuitbreaker_tripped_since_timestamp_seconds{cause="",name="payments"} 0
 # HELP resilience_circuitbreaker_calls_total Calls permitted by the circuit breaker, by outcome.
 # TYPE resilience_circuitbreaker_calls_total counter
 resilience_circuitbreaker_calls_total{kind="failed",name="payments"} 4
@@ -173,9 +229,7 @@ resilience_circuitbreaker_calls_total{kind="ignored",name="payments"} 1
 resilience_circuitbreaker_calls_total{kind="slow_failed",name="payments"} 0
 resilience_circuitbreaker_calls_total{kind="slow_successful",name="payments"} 1
 resilience_circuitbreaker_calls_total{kind="successful",name="payments"} 6
-# HELP resilience_circuitbreaker_not_permitted_calls_total Calls rejected by the circuit breaker.
-# TYPE resilience_circuitbreaker_not_permitted_calls_total counter
-resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
+` + helpNotPerm + `resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 # HELP resilience_circuitbreaker_call_duration_seconds Duration of calls permitted by the circuit breaker.
 # TYPE resilience_circuitbreaker_call_duration_seconds histogram
 ` + durations + `# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
@@ -194,17 +248,13 @@ resilience_circuitbreaker_slow_call_rate_threshold{name="payments"} 0.8
 # TYPE resilience_circuitbreaker_open_duration_seconds gauge
 resilience_circuitbreaker_open_duration_seconds{name="payments"} 30
 `
-	var names []string
-	for _, m := range catalog.ByPrimitive(catalog.CircuitBreaker) {
-		names = append(names, m.FullName(catalog.DefaultNamespace))
-	}
-	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), breakerFamilies()...))
 }
 
 func TestBreakerRatesAreNaNBelowMinimumCalls(t *testing.T) {
 	reg, err := instrument.NewRegistry()
 	require.NoError(t, err)
-	b, err := reg.Breaker("orders", breaker.Config{MinCalls: 3, WindowSize: 10})
+	b, err := reg.Breaker("orders", breaker.Config{MinCalls: 3, WindowSize: 10, SlowCallDuration: time.Second})
 	require.NoError(t, err)
 	c, err := New(reg, WithNamespace("acme"))
 	require.NoError(t, err)
@@ -245,56 +295,130 @@ func lintRegistry(t *testing.T) *instrument.Registry {
 }
 
 func TestBreakerExpositionLintsClean(t *testing.T) {
-	c, err := New(lintRegistry(t))
-	require.NoError(t, err)
-	pr := prometheus.NewPedanticRegistry()
-	require.NoError(t, pr.Register(c))
-	problems, err := testutil.GatherAndLint(pr)
-	require.NoError(t, err)
-	assert.Empty(t, problems)
+	for _, opts := range [][]Option{nil, {WithFullDetail()}, {WithClassicBuckets()}} {
+		c, err := New(lintRegistry(t), opts...)
+		require.NoError(t, err)
+		pr := prometheus.NewPedanticRegistry()
+		require.NoError(t, pr.Register(c))
+		problems, err := testutil.GatherAndLint(pr)
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+	}
 }
 
 func TestBreakerSeriesDeclaredInCatalog(t *testing.T) {
-	c, err := New(lintRegistry(t))
+	for _, full := range []bool{false, true} {
+		var opts []Option
+		if full {
+			opts = append(opts, WithFullDetail())
+		}
+		c, err := New(lintRegistry(t), opts...)
+		require.NoError(t, err)
+		pr := prometheus.NewPedanticRegistry()
+		require.NoError(t, pr.Register(c))
+		mfs, err := pr.Gather()
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, mf := range mfs {
+			m, ok := familyInCatalog(mf.GetName())
+			require.True(t, ok, "series %s is not in the catalog", mf.GetName())
+			if m.Primitive != catalog.CircuitBreaker {
+				continue
+			}
+			seen[mf.GetName()] = true
+			assert.Equal(t, m.Type.String(), strings.ToLower(mf.GetType().String()), mf.GetName())
+			for _, met := range mf.GetMetric() {
+				var got []string
+				for _, lp := range met.GetLabel() {
+					got = append(got, lp.GetName())
+					l, ok := m.Label(lp.GetName())
+					require.True(t, ok, "%s has undeclared label %s", mf.GetName(), lp.GetName())
+					if l.Values == nil {
+						continue
+					}
+					if m.Name == catalog.BreakerTrippedSince.Name && lp.GetValue() == "" {
+						assert.Zero(t, met.GetGauge().GetValue(), "no cause only while closed")
+						continue
+					}
+					assert.Contains(t, l.Values, lp.GetValue(), "%s{%s}", mf.GetName(), lp.GetName())
+				}
+				assert.ElementsMatch(t, m.LabelNames(), got, mf.GetName())
+			}
+		}
+		counts := map[string]int{}
+		for _, mf := range mfs {
+			counts[mf.GetName()] = len(mf.GetMetric())
+		}
+		// Seven breakers: a, disabled, forced, open, shadow, timed (slow-call detection on) and
+		// _overflow; durations are not recorded by disabled.
+		if full {
+			for _, m := range catalog.ByPrimitive(catalog.CircuitBreaker) {
+				assert.True(t, seen[m.FullName(catalog.DefaultNamespace)], "catalog metric %s not exported", m.Name)
+			}
+			assert.Equal(t, 7*6, counts["resilience_circuitbreaker_state"])
+			assert.Equal(t, 7*23, counts["resilience_circuitbreaker_transitions_total"])
+			assert.Equal(t, 7*5, counts["resilience_circuitbreaker_calls_total"])
+			assert.Equal(t, 6*2, counts["resilience_circuitbreaker_call_duration_seconds"], "the disabled histogram is not exported")
+			assert.Equal(t, 7, counts["resilience_circuitbreaker_open_duration_seconds"])
+			continue
+		}
+		// closed, open, half_open of each, and forced_open, disabled, metrics_only of the
+		// breakers in them.
+		assert.Equal(t, 7*3+3, counts["resilience_circuitbreaker_state"])
+		// The two trips of each, and the three manual moves that happened.
+		assert.Equal(t, 7*2+3, counts["resilience_circuitbreaker_transitions_total"])
+		assert.Equal(t, 7*2+2, counts["resilience_circuitbreaker_calls_total"], "the slow kinds of timed")
+		assert.Equal(t, 6, counts["resilience_circuitbreaker_call_duration_seconds"], "successful calls only")
+		assert.Equal(t, 7, counts["resilience_circuitbreaker_tripped_since_timestamp_seconds"])
+		assert.Equal(t, 1, counts["resilience_circuitbreaker_slow_call_rate"])
+		assert.Equal(t, 1, counts["resilience_circuitbreaker_slow_call_rate_threshold"])
+		assert.Zero(t, counts["resilience_circuitbreaker_failure_rate_threshold"])
+		assert.Zero(t, counts["resilience_circuitbreaker_open_duration_seconds"])
+	}
+}
+
+// TestBreakerTripCauseLabel checks the cause of each kind of trip on tripped_since.
+func TestBreakerTripCauseLabel(t *testing.T) {
+	reg, err := instrument.NewRegistry()
 	require.NoError(t, err)
-	pr := prometheus.NewPedanticRegistry()
+	c, err := New(reg)
+	require.NoError(t, err)
+	mk := func(name string, cfg breaker.Config) *breaker.Breaker {
+		b, err := reg.Breaker(name, cfg)
+		require.NoError(t, err)
+		return b
+	}
+	fail := func(context.Context) error { return errDown }
+	_ = mk("consecutive", breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1}).Do(bctx, fail)
+	rate := mk("rate", breaker.Config{WindowSize: 2, MinCalls: 2})
+	_ = rate.Do(bctx, fail)
+	_ = rate.Do(bctx, fail)
+	mk("forced", breaker.Config{}).ForceOpen()
+	mk("closed", breaker.Config{})
+	want := helpTripped + `resilience_circuitbreaker_tripped_since_timestamp_seconds{cause="",name="closed"} 0
+resilience_circuitbreaker_tripped_since_timestamp_seconds{cause="consecutive_failures",name="consecutive"} 1
+resilience_circuitbreaker_tripped_since_timestamp_seconds{cause="failure_rate",name="rate"} 1
+resilience_circuitbreaker_tripped_since_timestamp_seconds{cause="forced",name="forced"} 1
+`
+	pr := prometheus.NewRegistry()
 	require.NoError(t, pr.Register(c))
 	mfs, err := pr.Gather()
 	require.NoError(t, err)
-	seen := map[string]bool{}
+	var lines []string
 	for _, mf := range mfs {
-		m, ok := familyInCatalog(mf.GetName())
-		require.True(t, ok, "series %s is not in the catalog", mf.GetName())
-		if m.Primitive != catalog.CircuitBreaker {
+		if mf.GetName() != catalog.BreakerTrippedSince.FullName(catalog.DefaultNamespace) {
 			continue
 		}
-		seen[mf.GetName()] = true
-		assert.Equal(t, m.Type.String(), strings.ToLower(mf.GetType().String()), mf.GetName())
-		for _, met := range mf.GetMetric() {
-			var got []string
-			for _, lp := range met.GetLabel() {
-				got = append(got, lp.GetName())
-				l, ok := m.Label(lp.GetName())
-				require.True(t, ok, "%s has undeclared label %s", mf.GetName(), lp.GetName())
-				if l.Values != nil {
-					assert.Contains(t, l.Values, lp.GetValue(), "%s{%s}", mf.GetName(), lp.GetName())
-				}
+		for _, m := range mf.GetMetric() {
+			v := 0
+			if m.GetGauge().GetValue() > 0 {
+				v = 1
 			}
-			assert.ElementsMatch(t, m.LabelNames(), got, mf.GetName())
+			lines = append(lines, fmt.Sprintf("resilience_circuitbreaker_tripped_since_timestamp_seconds{cause=%q,name=%q} %d",
+				m.GetLabel()[0].GetValue(), m.GetLabel()[1].GetValue(), v))
 		}
 	}
-	for _, m := range catalog.ByPrimitive(catalog.CircuitBreaker) {
-		assert.True(t, seen[m.FullName(catalog.DefaultNamespace)], "catalog metric %s not exported", m.Name)
-	}
-	// Series counts per breaker: 6 states, 23 transitions, 5 kinds; histogram only when enabled.
-	counts := map[string]int{}
-	for _, mf := range mfs {
-		counts[mf.GetName()] = len(mf.GetMetric())
-	}
-	assert.Equal(t, 7*6, counts["resilience_circuitbreaker_state"])
-	assert.Equal(t, 7*23, counts["resilience_circuitbreaker_transitions_total"])
-	assert.Equal(t, 7*5, counts["resilience_circuitbreaker_calls_total"])
-	assert.Equal(t, 6*2, counts["resilience_circuitbreaker_call_duration_seconds"], "the disabled histogram is not exported")
+	assert.Equal(t, want, helpTripped+strings.Join(lines, "\n")+"\n")
 }
 
 func TestBreakerCollectorSeesNewBreakersAndRaces(t *testing.T) {
@@ -305,10 +429,10 @@ func TestBreakerCollectorSeesNewBreakersAndRaces(t *testing.T) {
 	assert.Equal(t, 0, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
 	b, err := reg.Breaker("a", breaker.Config{})
 	require.NoError(t, err)
-	assert.Equal(t, 6, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
+	assert.Equal(t, 3, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
 	_, err = reg.Breaker("b", breaker.Config{})
 	require.NoError(t, err)
-	assert.Equal(t, 12, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
+	assert.Equal(t, 6, testutil.CollectAndCount(c, "resilience_circuitbreaker_state"))
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -374,8 +498,5 @@ func ExampleNew_breaker() {
 	}
 	// Output:
 	// failed 0
-	// ignored 0
-	// slow_failed 0
-	// slow_successful 0
 	// successful 1
 }

@@ -7,10 +7,15 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 
-// bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry.
-// Both admission kinds start at 0; the wait histogram has the catalog's classic WaitBuckets.
+// bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry:
+// the configured and in-use permits, both admission kinds from 0 and the wait histogram. The
+// number of callers waiting is exported in full detail only: the generated dashboards read the
+// average number waiting from the wait histogram's sum (its rate is the mean queue length, by
+// Little's law), a time average where the gauge is a sample taken at scrape time.
 type bulkheadPart struct {
 	reg                              *instrument.Registry
+	full                             bool
+	bounds                           []float64
 	maxConcurrent, inflight, waiting *prometheus.Desc
 	calls, waitDuration              *prometheus.Desc
 }
@@ -18,6 +23,8 @@ type bulkheadPart struct {
 func newBulkheadPart(c *Collector) *bulkheadPart {
 	return &bulkheadPart{
 		reg:           c.reg,
+		full:          c.full,
+		bounds:        c.bounds(waitBounds),
 		maxConcurrent: c.desc(catalog.BulkheadMaxConcurrent),
 		inflight:      c.desc(catalog.BulkheadInflight),
 		waiting:       c.desc(catalog.BulkheadWaiting),
@@ -40,11 +47,12 @@ func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 		name := nb.Name
 		ch <- prometheus.MustNewConstMetric(p.maxConcurrent, prometheus.GaugeValue, float64(sn.MaxConcurrent), name)
 		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(sn.InFlight), name)
-		ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(sn.Waiting), name)
+		if p.full {
+			ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(sn.Waiting), name)
+		}
 		for _, a := range catalog.Admissions {
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[a]), name, a.String())
 		}
-		ch <- prometheus.MustNewConstHistogram(p.waitDuration, sn.Wait.Count, sn.Wait.Sum,
-			sn.Wait.Cumulative(catalog.WaitBuckets), name)
+		ch <- newConstHistogram(p.waitDuration, &sn.Wait, p.bounds, name)
 	}
 }

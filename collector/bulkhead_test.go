@@ -33,6 +33,8 @@ func TestBulkheadExposition(t *testing.T) {
 	require.NoError(t, err)
 	c, err := New(reg)
 	require.NoError(t, err)
+	full, err := New(reg, WithFullDetail())
+	require.NoError(t, err)
 	fake := clock.NewFake(waitEpoch)
 
 	_, err = reg.Bulkhead("inventory", bulkhead.Config{MaxConcurrent: 20})
@@ -59,11 +61,9 @@ func TestBulkheadExposition(t *testing.T) {
 	require.True(t, fake.WaitForTimers(1, nil))
 
 	// Waits observed: none for inventory; for payments 0 (the permitted call, admitted at once)
-	// and 200 ms (the rejected one). The caller still waiting is not observed yet.
-	const family = "resilience_bulkhead_wait_duration_seconds"
-	waits := histogramLines(family, `name="inventory"`, catalog.WaitBuckets) +
-		histogramLines(family, `name="payments"`, catalog.WaitBuckets, 0, 0.2)
-	want := `
+	// and 200 ms (the rejected one). The caller still waiting is not observed yet. By default the
+	// native histogram reads as count and sum, and the waiting gauge is not exported.
+	const common = `
 # HELP resilience_bulkhead_calls_total Bulkhead admission decisions.
 # TYPE resilience_bulkhead_calls_total counter
 resilience_bulkhead_calls_total{kind="permitted",name="inventory"} 0
@@ -80,17 +80,31 @@ resilience_bulkhead_max_concurrent_calls{name="inventory"} 20
 resilience_bulkhead_max_concurrent_calls{name="payments"} 1
 # HELP resilience_bulkhead_wait_duration_seconds Time waited for a bulkhead permit.
 # TYPE resilience_bulkhead_wait_duration_seconds histogram
-` + waits + `# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
-# TYPE resilience_bulkhead_waiting_calls gauge
-resilience_bulkhead_waiting_calls{name="inventory"} 0
-resilience_bulkhead_waiting_calls{name="payments"} 1
 `
 	var names []string
 	for _, m := range catalog.ByPrimitive(catalog.Bulkhead) {
 		names = append(names, m.FullName(catalog.DefaultNamespace))
 	}
+	want := common + `resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="+Inf"} 0
+resilience_bulkhead_wait_duration_seconds_sum{name="inventory"} 0
+resilience_bulkhead_wait_duration_seconds_count{name="inventory"} 0
+resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="+Inf"} 2
+resilience_bulkhead_wait_duration_seconds_sum{name="payments"} 0.2
+resilience_bulkhead_wait_duration_seconds_count{name="payments"} 2
+`
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
 	requireLintClean(t, c)
+
+	const family = "resilience_bulkhead_wait_duration_seconds"
+	waits := histogramLines(family, `name="inventory"`, catalog.WaitBuckets) +
+		histogramLines(family, `name="payments"`, catalog.WaitBuckets, 0, 0.2)
+	want = common + waits + `# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
+# TYPE resilience_bulkhead_waiting_calls gauge
+resilience_bulkhead_waiting_calls{name="inventory"} 0
+resilience_bulkhead_waiting_calls{name="payments"} 1
+`
+	require.NoError(t, testutil.CollectAndCompare(full, strings.NewReader(want), names...))
+	requireLintClean(t, full)
 
 	release() // hands the permit to the waiter, which releases it
 	require.NoError(t, <-errc)

@@ -1,6 +1,6 @@
 // Package collector turns an [instrument.Registry] into a prometheus.Collector.
 //
-// The collector exports every metric of the catalog (package catalog) for every named primitive
+// The collector exports the metrics of the catalog (package catalog) for every named primitive
 // in the registry, reading the primitives' atomic counters at scrape time. Nothing is computed on
 // the call path: a call through a primitive costs atomic adds, and label values are resolved once
 // per primitive, not per call.
@@ -8,6 +8,31 @@
 //	reg, _ := instrument.NewRegistry()
 //	c, _ := collector.New(reg)
 //	prometheus.MustRegister(c)
+//
+// # Series
+//
+// Series are what users pay for, so the default exposition holds what the generated alerts and
+// dashboards read, and rare label values only once they occur: at most 20 series per circuit
+// breaker and 50 per dependency behind a full pipeline (retry, breaker, bulkhead, timeout,
+// fallback), counted in the text format after every path has run. Series that the generated
+// rules or dashboards feed to rate() start at 0. In detail:
+//
+//   - circuit breaker: state for closed, open and half_open (the other states once the breaker
+//     has been in them); transitions to open from 0, the other transitions once they happened;
+//     tripped_since_timestamp_seconds with the trip's `cause` (empty while closed); calls of kind
+//     successful and failed (slow_successful and slow_failed too with slow-call detection on;
+//     ignored once counted); not_permitted_calls_total; failure_rate; slow_call_rate and its
+//     threshold only with slow-call detection on; the call duration of successful calls.
+//   - retry: the four successful_*/failed_* call kinds (aborted once counted); attempts; failed
+//     attempts by class once a class is counted (class rejected, stormwatch's own refusals that
+//     the breaker and the bulkhead count already, only in full detail); the backoff delays of
+//     source backoff (retry_after once counted); budget tokens and denials.
+//   - bulkhead: max_concurrent_calls, inflight_calls, calls by admission, the wait histogram.
+//   - timeout and fallback: every kind and cause from 0.
+//
+// Latency distributions are native histograms (one series for a scraper that negotiates
+// protobuf, three lines in the text formats). [WithClassicBuckets] adds classic buckets;
+// [WithFullDetail] exports every label value of every catalog metric from the start.
 package collector
 
 import (
@@ -23,6 +48,8 @@ import (
 type Collector struct {
 	reg       *instrument.Registry
 	namespace string
+	classic   bool // classic buckets next to the native ones
+	full      bool // every label value from the start, config gauges, classic buckets
 	parts     []part
 }
 
@@ -42,6 +69,31 @@ func WithNamespace(ns string) Option {
 			return fmt.Errorf("collector: %w", err)
 		}
 		c.namespace = ns
+		return nil
+	}
+}
+
+// WithClassicBuckets adds classic buckets (the catalog's power-of-two bounds) to every latency
+// histogram, next to the native buckets: for Prometheus servers that do not ingest native
+// histograms and for scrapers of the text formats. Cost per histogram series in the text
+// exposition: +16 lines for a call duration, +14 for a backoff source, +14 for a bulkhead wait.
+func WithClassicBuckets() Option {
+	return func(c *Collector) error {
+		c.classic = true
+		return nil
+	}
+}
+
+// WithFullDetail exports every label value of every catalog metric from the start: all six
+// breaker states, every transition that can occur, every call kind and both call duration
+// kinds, every retry kind, every failure class and both delay sources, the configuration gauges
+// (failure_rate_threshold, open_duration_seconds, the slow-call gauges of breakers without
+// slow-call detection) and bulkhead waiting_calls, with classic buckets. Cost in the text
+// exposition: 79 series per breaker and 170 per dependency behind a full pipeline, against at
+// most 20 and 50 by default.
+func WithFullDetail() Option {
+	return func(c *Collector) error {
+		c.full, c.classic = true, true
 		return nil
 	}
 }
@@ -83,6 +135,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.parts {
 		p.collect(ch)
 	}
+}
+
+// bounds returns the classic bounds to export next to the native buckets of a histogram with
+// the given bounds, or nil without classic buckets.
+func (c *Collector) bounds(b []float64) []float64 {
+	if c.classic {
+		return b
+	}
+	return nil
 }
 
 // desc builds the descriptor of catalog metric m under the collector's namespace.

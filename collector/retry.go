@@ -7,12 +7,19 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 
-// retryPart exports the retry metrics of the catalog for every retry in the registry. Every
-// label value of the closed sets is exported from the start, at 0 — except the gRPC failure
-// classes, which only the gRPC interceptors produce: they appear once counted (see
-// zeroExportedClass), so that a service without gRPC pays no series for them.
+// retryPart exports the retry metrics of the catalog for every retry in the registry.
+//
+// By default: the calls of the four successful_*/failed_* kinds from 0 and aborted calls once
+// counted (a caller's cancellation is not an outcome of the dependency); the attempts; the
+// failed attempts of each class once counted, except class rejected (stormwatch's own refusals,
+// which the circuit breaker's not_permitted_calls_total and the bulkhead's rejected calls count
+// where they happen); the delays of source backoff from 0 and of source retry_after once
+// counted; the budget's tokens and denials. Full detail exports every kind, class and source
+// from the start.
 type retryPart struct {
 	reg                              *instrument.Registry
+	full                             bool
+	bounds                           []float64
 	calls, attempts, errors, backoff *prometheus.Desc
 	budgetTokens, budgetDenied       *prometheus.Desc
 }
@@ -20,6 +27,8 @@ type retryPart struct {
 func newRetryPart(c *Collector) *retryPart {
 	return &retryPart{
 		reg:          c.reg,
+		full:         c.full,
+		bounds:       c.bounds(backoffBounds),
 		calls:        c.desc(catalog.RetryCalls),
 		attempts:     c.desc(catalog.RetryAttempts),
 		errors:       c.desc(catalog.RetryErrors),
@@ -38,12 +47,6 @@ func (p *retryPart) describe(ch chan<- *prometheus.Desc) {
 	ch <- p.budgetDenied
 }
 
-// zeroExportedClass reports whether the errors counter of class is exported while still 0: every
-// class but the gRPC ones.
-func zeroExportedClass(c catalog.Class) bool {
-	return c < catalog.ClassGRPCUnavailable || c > catalog.ClassGRPCPermanent
-}
-
 // collect reads every retry's snapshot; its arrays are indexed by the catalog values it ranges
 // over.
 func (p *retryPart) collect(ch chan<- prometheus.Metric) {
@@ -51,17 +54,20 @@ func (p *retryPart) collect(ch chan<- prometheus.Metric) {
 		s := nr.Value.Snapshot()
 		name := nr.Name
 		for _, k := range catalog.RetryKinds {
-			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(s.Calls[k]), name, k.String())
+			if n := s.Calls[k]; p.full || n > 0 || k != catalog.RetryAborted {
+				ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(n), name, k.String())
+			}
 		}
 		ch <- prometheus.MustNewConstMetric(p.attempts, prometheus.CounterValue, float64(s.Retries), name)
 		for _, class := range catalog.Classes {
-			if n := s.Errors[class]; n > 0 || zeroExportedClass(class) {
+			if n := s.Errors[class]; p.full || (n > 0 && class != catalog.ClassRejected) {
 				ch <- prometheus.MustNewConstMetric(p.errors, prometheus.CounterValue, float64(n), name, class.String())
 			}
 		}
 		for _, src := range catalog.DelaySources {
-			h := &s.Backoff[src]
-			ch <- prometheus.MustNewConstHistogram(p.backoff, h.Count, h.Sum, h.Cumulative(catalog.BackoffBuckets), name, src.String())
+			if h := &s.Backoff[src]; p.full || h.Count > 0 || src == catalog.SourceBackoff {
+				ch <- newConstHistogram(p.backoff, h, p.bounds, name, src.String())
+			}
 		}
 		ch <- prometheus.MustNewConstMetric(p.budgetTokens, prometheus.GaugeValue, float64(s.BudgetTokens), name)
 		ch <- prometheus.MustNewConstMetric(p.budgetDenied, prometheus.CounterValue, float64(s.BudgetDenied), name)

@@ -271,7 +271,21 @@ func (c *checker) check(p parser.Parser, q dashQuery) {
 			case "histogram_quantile":
 				agg, ok := n.Args[1].(*parser.AggregateExpr)
 				if assert.True(c.t, ok, "%s: histogram_quantile over an aggregation", q.where) {
-					assert.Contains(c.t, agg.Grouping, "le", "%s: histogram_quantile keeps le", q.where)
+					// Over classic buckets it keeps le; over native histograms there is none.
+					classic := false
+					parser.Inspect(agg.Expr, func(node parser.Node, _ []parser.Node) error {
+						if vs, ok := node.(*parser.VectorSelector); ok {
+							for _, s := range c.resolve(q.where, vs) {
+								classic = classic || strings.HasSuffix(s.series, "_bucket")
+							}
+						}
+						return nil
+					})
+					if classic {
+						assert.Contains(c.t, agg.Grouping, "le", "%s: histogram_quantile keeps le", q.where)
+					} else {
+						assert.NotContains(c.t, agg.Grouping, "le", "%s: a native histogram has no le", q.where)
+					}
 				}
 			}
 		case *parser.AggregateExpr:
@@ -312,6 +326,7 @@ func TestDashboardQueriesParseAndUseOnlyCatalogMetricsAndLabels(t *testing.T) {
 		{"no namespace", dashboards.Config{Namespace: dashboards.NoNamespace}, "", nil},
 		{"selector", dashboards.Config{Selector: `cluster="eu-1", env!~"dev|test"`}, catalog.DefaultNamespace, []string{"cluster", "env"}},
 		{"prefixes", dashboards.Config{TitlePrefix: "Shop", UIDPrefix: "shop", Provisioning: true}, catalog.DefaultNamespace, nil},
+		{"classic histograms", dashboards.Config{Histograms: dashboards.ClassicHistograms}, catalog.DefaultNamespace, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &checker{t: t, ns: tc.ns, extraLabels: tc.extraLabels, seen: map[string]bool{}}
@@ -437,6 +452,25 @@ func syntheticSeries() []storage.Series {
 		out = append(out, storage.NewListSeries(b.Labels(), samples))
 	}
 	perMinute := func(n int) func(int) float64 { return func(m int) float64 { return float64(n * m) } }
+	addNative := func(name string, ls []string) {
+		b := labels.NewScratchBuilder(len(ls) + 1)
+		b.Add(labels.MetricName, name)
+		for _, l := range ls {
+			k, v, _ := strings.Cut(l, "=")
+			b.Add(k, strings.Trim(v, `"`))
+		}
+		b.Sort()
+		var samples []chunks.Sample
+		for m := 0; m <= 30; m++ {
+			n := uint64(m)
+			h := &histogram.Histogram{
+				Schema: catalog.NativeSchema, ZeroThreshold: catalog.NativeZeroThreshold, Count: n, Sum: 0.1 * float64(n),
+				PositiveSpans: []histogram.Span{{Offset: -13, Length: 1}}, PositiveBuckets: []int64{int64(n)}, // (0.088, 0.1]
+			}
+			samples = append(samples, histogramSample{t: int64(m) * time.Minute.Milliseconds(), h: h.ToFloat(nil)})
+		}
+		out = append(out, storage.NewListSeries(b.Labels(), samples))
+	}
 	for _, m := range catalog.All() {
 		name := m.FullName(catalog.DefaultNamespace)
 		for _, ls := range combos(m) {
@@ -447,6 +481,9 @@ func syntheticSeries() []storage.Series {
 				v := gaugeValue(m, ls)
 				add(name, ls, func(int) float64 { return v })
 			case catalog.Histogram:
+				// Both forms: the native histogram (one series of the metric's own name, one
+				// observation a minute in one bucket) and classic buckets.
+				addNative(name, ls)
 				les := append([]float64{}, m.Buckets...)
 				for i, le := range append(les, math.Inf(1)) {
 					add(name+"_bucket", append(append([]string{}, ls...), `le="`+formatLe(le)+`"`), perMinute(i+1))
@@ -472,6 +509,20 @@ func (s floatSample) H() *histogram.Histogram       { return nil }
 func (s floatSample) FH() *histogram.FloatHistogram { return nil }
 func (s floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
 func (s floatSample) Copy() chunks.Sample           { return s }
+
+// histogramSample is a native histogram sample for storage.NewListSeries.
+type histogramSample struct {
+	t int64
+	h *histogram.FloatHistogram
+}
+
+func (s histogramSample) T() int64                      { return s.t }
+func (s histogramSample) ST() int64                     { return 0 }
+func (s histogramSample) F() float64                    { return 0 }
+func (s histogramSample) H() *histogram.Histogram       { return nil }
+func (s histogramSample) FH() *histogram.FloatHistogram { return s.h }
+func (s histogramSample) Type() chunkenc.ValueType      { return chunkenc.ValFloatHistogram }
+func (s histogramSample) Copy() chunks.Sample           { return histogramSample{s.t, s.h.Copy()} }
 
 // memStorage is an in-memory storage.Queryable over a fixed set of series.
 type memStorage struct{ series []storage.Series }
@@ -552,6 +603,12 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		require.NoError(t, err, expr)
 		return v
 	}
+	// Classic buckets: every query returns data too.
+	for _, q := range dashboardQueries(t, dashboards.Config{Histograms: dashboards.ClassicHistograms}) {
+		expr := forEvaluation(q.expr)
+		v := eval(expr)
+		assert.NotEmpty(t, v, "classic histograms: %s returns no data: %s", q.where, expr)
+	}
 	byWhere := map[string]promql.Vector{}
 	for _, q := range dashboardQueries(t, dashboards.Config{}) {
 		expr := forEvaluation(q.expr)
@@ -592,6 +649,12 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	assert.Len(t, byWhere[`stormwatch-overview panel "Failed attempts by error class" A`], len(catalog.Classes))
 	assert.Len(t, byWhere[`stormwatch-overview panel "Fallbacks by cause" A`], len(catalog.Causes))
 	assert.Len(t, byWhere[`stormwatch-overview panel "Backoff delays by source" A`], len(catalog.Names(catalog.DelaySources[:])))
+	// Quantiles of the native histograms: every observation is in the bucket (2^(-14/4), 2^(-13/4)].
+	for _, where := range []string{`stormwatch-overview panel "Call latency" A`, `stormwatch-overview panel "Wait for a permit" B`} {
+		for _, s := range byWhere[where] {
+			assert.True(t, s.F > math.Exp2(-14.0/4) && s.F <= math.Exp2(-13.0/4), "%s: %v", where, s)
+		}
+	}
 }
 
 func slicesIndex(ss []string, s string) int {

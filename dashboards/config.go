@@ -42,7 +42,8 @@ const MaxTitlePrefixLen = 100
 
 // ConfigError is the configuration error of every stormwatch package (catalog.ConfigError).
 // The dashboards report theirs with Primitive "dashboards" and Field the key of the stormwatch
-// config file: "namespace", "selector", "dashboards.title_prefix", "dashboards.uid_prefix".
+// config file: "namespace", "selector", "dashboards.title_prefix", "dashboards.uid_prefix",
+// "dashboards.histograms".
 // Inspect it with errors.As.
 type ConfigError = catalog.ConfigError
 
@@ -52,6 +53,23 @@ const (
 	fieldSelector    = "selector"
 	fieldTitlePrefix = "dashboards.title_prefix"
 	fieldUIDPrefix   = "dashboards.uid_prefix"
+	fieldHistograms  = "dashboards.histograms"
+)
+
+// Histograms says in which form Prometheus stores the latency histograms (call durations, retry
+// delays, bulkhead waits), which decides how the quantile panels query them.
+type Histograms string
+
+// The histogram forms.
+const (
+	// NativeHistograms: Prometheus scrapes the collector's native histograms (protobuf scraping
+	// with native histogram ingestion on, the collector's default exposition). One series per
+	// histogram; quantiles are histogram_quantile(φ, sum by (…) (rate(m[w]))).
+	NativeHistograms Histograms = "native"
+	// ClassicHistograms: Prometheus stores classic buckets (collector.WithClassicBuckets or
+	// collector.WithFullDetail, scraped without native histogram ingestion); quantiles are
+	// histogram_quantile(φ, sum by (…, le) (rate(m_bucket[w]))).
+	ClassicHistograms Histograms = "classic"
 )
 
 func configErr(field string, value any, format string, args ...any) error {
@@ -80,6 +98,10 @@ type Config struct {
 	UIDPrefix string
 	// Provisioning also emits a Grafana file-provisioning YAML for the dashboards.
 	Provisioning bool
+	// Histograms is the form in which Prometheus stores the latency histograms: NativeHistograms
+	// (also "") or ClassicHistograms. Anything else is a *catalog.ConfigError with Field
+	// "dashboards.histograms".
+	Histograms Histograms
 }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
@@ -104,6 +126,7 @@ type resolved struct {
 	titlePrefix  string
 	uidPrefix    string
 	provisioning bool
+	classic      bool // the histograms are classic buckets
 }
 
 // resolve validates cfg and applies its defaults. Errors are *ConfigError naming the field and
@@ -129,6 +152,14 @@ func (cfg Config) resolve() (resolved, error) {
 			}
 			return resolved{}, configErr(fieldNamespace, r.ns, "not a valid metric name prefix: %s", reason)
 		}
+	}
+	switch cfg.Histograms {
+	case "", NativeHistograms:
+	case ClassicHistograms:
+		r.classic = true
+	default:
+		return resolved{}, configErr(fieldHistograms, string(cfg.Histograms), "unknown histogram form (want %q or %q)",
+			NativeHistograms, ClassicHistograms)
 	}
 	if r.titlePrefix == "" {
 		r.titlePrefix = DefaultTitlePrefix

@@ -416,6 +416,7 @@ func TestQueriesUseOnlyCatalogMetricsAndLabels(t *testing.T) {
 		{Config{Namespace: "acme"}, "acme", nil},
 		{Config{Namespace: NoNamespace}, "", nil},
 		{Config{Selector: `cluster="eu-1"`}, catalog.DefaultNamespace, []string{"cluster"}},
+		{Config{Histograms: ClassicHistograms}, catalog.DefaultNamespace, nil},
 	} {
 		for path, d := range dashboardsOf(t, generate(t, tc.cfg)) {
 			qs := queriesOf(t, d)

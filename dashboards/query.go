@@ -35,10 +35,13 @@ type promql struct {
 	// nameMatcher filters the `name` label: a regex match for multi-value variables, an exact
 	// match for single-value ones.
 	nameMatcher selector.Matcher
+	// classic: the histograms are stored as classic buckets (_bucket, _sum, _count series);
+	// otherwise as native histograms (one series each).
+	classic bool
 }
 
 func newPromQL(r resolved, singleName bool) promql {
-	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName)}
+	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName), classic: r.classic}
 	if singleName {
 		q.nameMatcher = eq(catalog.LabelName, "$"+varName)
 	}
@@ -107,10 +110,27 @@ func (q promql) increase(m catalog.Metric, matchers ...selector.Matcher) string 
 	return "increase(" + q.sel(m, matchers...) + rateWindow + ")"
 }
 
-// quantile is the phi quantile of histogram m, aggregated over the by labels.
+// quantile is the phi quantile of histogram m, aggregated over the by labels: of the native
+// histograms, histogram_quantile(φ, sum by (by) (rate(m[w]))); of classic buckets,
+// histogram_quantile(φ, sum by (by, le) (rate(m_bucket[w]))).
 func (q promql) quantile(phi string, m catalog.Metric, by []string, matchers ...selector.Matcher) string {
+	if !q.classic {
+		inner := "rate(" + q.sel(m, matchers...) + rateWindow + ")"
+		return "histogram_quantile(" + phi + ", " + sumBy(by, inner) + ")"
+	}
 	inner := "rate(" + q.bucket(m, matchers...) + rateWindow + ")"
 	return "histogram_quantile(" + phi + ", " + sumBy(append(append([]string{}, by...), "le"), inner) + ")"
+}
+
+// sumRate is the per-second increase of histogram m's sum of observations, per series: of a
+// native histogram histogram_sum(rate(m[w])), of classic buckets rate(m_sum[w]). Of a duration
+// histogram it is the average number of observations in progress (Little's law): of the
+// bulkhead's wait histogram, the average number of callers waiting.
+func (q promql) sumRate(m catalog.Metric, matchers ...selector.Matcher) string {
+	if !q.classic {
+		return "histogram_sum(rate(" + q.sel(m, matchers...) + rateWindow + "))"
+	}
+	return "rate(" + q.series(m, histogramSeries(m, q.ns, "_sum"), matchers...) + rateWindow + ")"
 }
 
 // sumBy is sum by (labels) (expr), or sum(expr) without labels.

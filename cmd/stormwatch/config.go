@@ -372,6 +372,7 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 				"title_prefix": c.str(&c.dashboards.TitlePrefix),
 				"uid_prefix":   c.str(&c.dashboards.UIDPrefix),
 				"provisioning": c.boolean(&c.dashboards.Provisioning),
+				"histograms":   c.str((*string)(&c.dashboards.Histograms)),
 			})
 		},
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
@@ -37,6 +38,7 @@ dashboards:
   title_prefix: Checkout
   uid_prefix: checkout
   provisioning: true
+  histograms: classic
 `)
 	c, err := loadConfig(p)
 	require.NoError(t, err)
@@ -56,6 +58,7 @@ dashboards:
 	assert.Equal(t, "Checkout", c.dashboards.TitlePrefix)
 	assert.Equal(t, "checkout", c.dashboards.UIDPrefix)
 	assert.True(t, c.dashboards.Provisioning)
+	assert.Equal(t, dashboards.ClassicHistograms, c.dashboards.Histograms)
 	assert.Equal(t, "acme", c.dashboards.Namespace, "the dashboards follow the namespace")
 	assert.Equal(t, `job="checkout"`, c.dashboards.Selector, "and the selector")
 	assert.Equal(t, 9, c.lines["alerts.CircuitBreakerStuckOpen.threshold"])

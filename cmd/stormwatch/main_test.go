@@ -276,6 +276,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"template syntax in the runbook url", "runbook_base_url: \"https://x/{{\"\n", `c\.yaml:1: runbook_base_url = "https://x/\{\{": character '\{' at offset 10 is not allowed in a URL \(percent-encode it as %7B`},
 		{"runbook url with a query", "\nrunbook_base_url: https://x/rb?page=1\n", `c\.yaml:2: runbook_base_url = "https://x/rb\?page=1": must not have a query or fragment`},
 		{"bad uid prefix", "dashboards:\n  uid_prefix: 'a b'\n", `c\.yaml:2: dashboards\.uid_prefix = "a b": invalid character ' '`},
+		{"bad histogram form", "dashboards:\n  histograms: both\n", `c\.yaml:2: dashboards\.histograms = "both": unknown histogram form \(want "native" or "classic"\)`},
 		{"duplicate key", "namespace: a\nnamespace: b\n", `c\.yaml:2: namespace: duplicate key \(first at line 1\)`},
 		{"duplicate alert", "alerts:\n  RetryRateHigh: {}\n  RetryRateHigh: {}\n", `c\.yaml:3: alerts\.RetryRateHigh: duplicate key \(first at line 2\)`},
 		{"not a mapping", "- a\n- b\n", `c\.yaml:1: want a mapping of keys to values, got a list`},

@@ -65,7 +65,7 @@ const (
 	LabelKind      = "kind"      // call outcome kind
 	LabelClass     = "class"     // failure class (see ErrorClasses)
 	LabelSource    = "source"    // what set a retry delay
-	LabelCause     = "cause"     // why a fallback ran
+	LabelCause     = "cause"     // why a fallback ran; why a circuit breaker tripped
 	LabelPrimitive = "primitive" // primitive kind, on the overflow counter
 )
 
@@ -136,12 +136,13 @@ func (m Metric) Label(name string) (Label, bool) {
 	return Label{}, false
 }
 
-// SeriesNames returns the names of the series the metric exposes: the full name for counters
-// and gauges; _bucket, _sum and _count for histograms.
+// SeriesNames returns the names under which Prometheus stores the metric: the full name for
+// counters and gauges; for histograms the full name (a native histogram is one series of that
+// name) and the _bucket, _sum and _count series of classic buckets.
 func (m Metric) SeriesNames(namespace string) []string {
 	n := m.FullName(namespace)
 	if m.Type == Histogram {
-		return []string{n + "_bucket", n + "_sum", n + "_count"}
+		return []string{n, n + "_bucket", n + "_sum", n + "_count"}
 	}
 	return []string{n}
 }
@@ -215,9 +216,11 @@ var (
 	BreakerTransitions = Metric{CircuitBreaker, "transitions_total", Counter,
 		"Committed circuit breaker state transitions; trips are to=\"open\".",
 		UnitNone, labels(Label{LabelFrom, Names(States[:])}, Label{LabelTo, Names(States[:])}), nil}
+	// BreakerTrippedSince carries the cause of the trip that began the episode while it is
+	// not 0; while closed (0) the cause is empty, which Prometheus stores as no label.
 	BreakerTrippedSince = Metric{CircuitBreaker, "tripped_since_timestamp_seconds", Gauge,
-		"Unix time of the trip that began the current not-closed episode; 0 while closed.",
-		UnitTimestamp, labels(), nil}
+		"Unix time of the trip that began the current not-closed episode, labelled with its cause; 0 (and no cause) while closed.",
+		UnitTimestamp, labels(Label{LabelCause, Names(TripCauses[:])}), nil}
 	BreakerCalls = Metric{CircuitBreaker, "calls_total", Counter,
 		"Calls permitted by the circuit breaker, by outcome.",
 		UnitCalls, labels(Label{LabelKind, Names(CallKinds[:])}), nil}

@@ -51,6 +51,8 @@ type Snapshot struct {
 	FailureRateThreshold, SlowCallRateThreshold float64
 	// OpenDuration is the configured base open duration.
 	OpenDuration time.Duration
+	// SlowCallDuration is the configured slow-call duration; 0 means slow-call detection is off.
+	SlowCallDuration time.Duration
 	// HalfOpenProbes is the number of half-open permits in use or spent in the current epoch.
 	HalfOpenProbes int
 }
@@ -92,6 +94,7 @@ func (b *Breaker) Snapshot() Snapshot {
 	}
 	sn.FailureRateThreshold, sn.SlowCallRateThreshold = s.effectiveThresholds()
 	sn.OpenDuration = time.Duration(s.openBase)
+	sn.SlowCallDuration = time.Duration(s.slowNs)
 	sn.HalfOpenProbes = int(e.probes.Load())
 	return sn
 }

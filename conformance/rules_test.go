@@ -387,8 +387,14 @@ func TestCheckerCatchesViolations(t *testing.T) {
 // CircuitBreakerFlapping's 15m; in the runbooks also "trips in the last hour" and the 10m
 // outcomes of RetriesNotRescuing), and names every recorded series.
 func TestRateWindowReachesEveryRate(t *testing.T) {
-	ownInRules := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true}
-	ownInRunbooks := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, 10 * time.Minute: true, time.Hour: true}
+	// Windows with a meaning of their own: StuckOpen's and FleetWide's evidence of impact (2m),
+	// the flapping window (15m), the budget's minutes (1m), RetryRateSpike's first-hour baseline (1h).
+	ownInRules := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, time.Minute: true, time.Hour: true}
+	ownInRunbooks := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, 10 * time.Minute: true, time.Hour: true, time.Minute: true}
+	// The recorded trip count is over the flapping window whatever the rate window.
+	recorded := func(window time.Duration) string {
+		return `:(ratio_)?rate` + rules.FormatDuration(window) + `$|:increase15m$`
+	}
 	for _, w := range []time.Duration{0, time.Minute, 7 * time.Minute, 90 * time.Second} {
 		cfg := rules.Config{RateWindow: w}
 		window := w
@@ -405,7 +411,7 @@ func TestRateWindowReachesEveryRate(t *testing.T) {
 							where, rules.FormatDuration(ms.Range), rules.FormatDuration(window), expr)
 					}
 					if vs, ok := node.(*parser.VectorSelector); ok && strings.Contains(vs.Name, ":") {
-						assert.Regexp(t, `:(ratio_)?rate`+rules.FormatDuration(window)+`$`, vs.Name, where)
+						assert.Regexp(t, recorded(window), vs.Name, where)
 					}
 					return nil
 				})
@@ -415,7 +421,7 @@ func TestRateWindowReachesEveryRate(t *testing.T) {
 			for _, g := range groups {
 				for _, rl := range g.Rules {
 					if rl.Record != "" {
-						assert.Regexp(t, `:(ratio_)?rate`+rules.FormatDuration(window)+`$`, rl.Record)
+						assert.Regexp(t, recorded(window), rl.Record)
 					}
 					ranges(rl.Record+rl.Alert, rl.Expr, ownInRules)
 				}

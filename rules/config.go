@@ -80,7 +80,10 @@ type Config struct {
 	// *catalog.ConfigError with Field "selector".
 	Selector string
 	// GroupBy are the labels every aggregation keeps; nil means DefaultGroupBy (job, name).
-	// It must contain "name" and must not contain "instance" (the per-process alerts add it).
+	// "name" is always kept (every alert is about one named primitive): listed or not, it is
+	// there, after the labels listed without it ([cluster, job] keeps cluster, job, name). It
+	// must not contain "instance" (the per-process alerts add it) nor "datasource" (the name of
+	// the dashboards' data source variable, which the other labels become).
 	GroupBy []string
 	// RunbookBaseURL is the base of every runbook_url annotation (<base>/<AlertName>): where
 	// you publish the generated runbooks (runbooks/<AlertName>/README.md), such as
@@ -231,7 +234,7 @@ func (cfg Config) resolve() (*resolved, error) {
 		gb = DefaultGroupBy
 	}
 	if len(gb) == 0 {
-		return nil, fieldErr("group_by", gb, "empty; it must contain at least %q", catalog.LabelName)
+		return nil, fieldErr("group_by", gb, "empty; leave it out for the default %v, or list the labels to keep besides %q", DefaultGroupBy, catalog.LabelName)
 	}
 	if len(gb) > MaxGroupBy {
 		return nil, fieldErr("group_by", gb, "%d labels, at most %d allowed", len(gb), MaxGroupBy)
@@ -246,6 +249,8 @@ func (cfg Config) resolve() (*resolved, error) {
 			return nil, fieldErr("group_by", gb, "%q is reserved (label names starting with __ are internal)", l)
 		case l == labelInstance:
 			return nil, fieldErr("group_by", gb, "%q must not be listed: the per-process alerts add it and CircuitBreakerOpenFleetWide counts instances", l)
+		case l == dashboards.VariableDatasource:
+			return nil, fieldErr("group_by", gb, "%q is the dashboards' data source variable: every other group_by label becomes a dashboard variable of its name", l)
 		case selector.ReservedLabel(l):
 			return nil, fieldErr("group_by", gb, "%q is a metric label the rules aggregate away or match on themselves", l)
 		case seen[l]:
@@ -254,7 +259,8 @@ func (cfg Config) resolve() (*resolved, error) {
 		seen[l] = true
 	}
 	if !seen[catalog.LabelName] {
-		return nil, fieldErr("group_by", gb, "must contain %q: every alert is about one named primitive", catalog.LabelName)
+		gb = append(slices.Clone(gb), catalog.LabelName)
+		seen[catalog.LabelName] = true
 	}
 	r.groupBy = slices.Clone(gb)
 	r.dashVars = slices.Clone(gb)

@@ -81,7 +81,7 @@ func (r *resolved) alertRule(sp alertSpec, s settings) Rule {
 			"summary":       sp.summary,
 			"description":   sp.description(r, s, r.templateArgs(sp, s)),
 			"runbook_url":   templateLiteral(r.runbookURL(sp.name)),
-			"dashboard_url": r.dashboardURL(sp.perInstance, func(l string) string { return "{{ $labels." + l + " | urlquery }}" }),
+			"dashboard_url": r.dashboardURL(sp.perInstance, templateLiteral(r.grafanaBase), func(l string) string { return "{{ $labels." + l + " | urlquery }}" }),
 		},
 	}
 }
@@ -98,11 +98,11 @@ func (r *resolved) templateArgs(sp alertSpec, s settings) descArgs {
 // runbookURL is the runbook_url of an alert, as the annotation expands to.
 func (r *resolved) runbookURL(alert string) string { return r.runbookBase + "/" + alert }
 
-// dashboardURL is the dashboard_url annotation: the Dependency dashboard with its variables
-// set to the alert's labels (those that are variables of the dashboard: the configured
-// group_by and, for alerts about one process, instance). value renders a label's value,
-// already escaped for a URL query.
-func (r *resolved) dashboardURL(perInstance bool, value func(label string) string) string {
+// dashboardURL is the dashboard_url annotation: the Dependency dashboard under base (the
+// Grafana base URL, as template text or expanded) with its variables set to the alert's labels
+// (those that are variables of the dashboard: the configured group_by and, for alerts about
+// one process, instance). value renders a label's value, already escaped for a URL query.
+func (r *resolved) dashboardURL(perInstance bool, base string, value func(label string) string) string {
 	vars := slices.Clone(r.dashVars)
 	if perInstance {
 		vars = append(vars, labelInstance)
@@ -111,7 +111,7 @@ func (r *resolved) dashboardURL(perInstance bool, value func(label string) strin
 	for i, l := range vars {
 		q[i] = "var-" + l + "=" + value(l)
 	}
-	return templateLiteral(r.grafanaBase) + "/d/" + r.dependencyUID + "?" + strings.Join(q, "&")
+	return base + "/d/" + r.dependencyUID + "?" + strings.Join(q, "&")
 }
 
 // templateLiteral returns s as alert template text that expands to s itself. Prometheus

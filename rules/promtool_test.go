@@ -115,6 +115,8 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 			},
 		},
 		"rate window 1m, defaults otherwise": {RateWindow: time.Minute},
+		// The configuration of the issue: group_by without name (it is always kept) and a selector.
+		"group_by cluster and job, with a selector": {GroupBy: []string{"cluster", "job"}, Selector: `job=~"checkout|cart", cluster!="dev"`},
 		// A long rate window (slow scrapes), not a whole number of minutes: the fors on rates
 		// exceed it.
 		"rate window 15m30s, long fors": {

@@ -232,7 +232,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	}{
 		{Config{Namespace: "9lives"}, "namespace", `"9lives"`},
 		{Config{GroupBy: []string{}}, "group_by", "empty"},
-		{Config{GroupBy: []string{"job"}}, "group_by", `must contain "name"`},
+		{Config{GroupBy: []string{"name", "datasource"}}, "group_by", `"datasource" is the dashboards' data source variable`},
 		{Config{GroupBy: []string{"name", "instance"}}, "group_by", `"instance"`},
 		{Config{GroupBy: []string{"name", "name"}}, "group_by", "twice"},
 		{Config{GroupBy: []string{"name", "bad-label"}}, "group_by", `"bad-label"`},

@@ -704,7 +704,10 @@ func trafficScenarios(c *scenario, build trafficBuild, badPerStep float64, condS
 	// Restarts: one while pending, one while firing; each resets the counters and misses two
 	// scrapes. One failed scrape while pending.
 	gap := 2 * step
-	r1 := start + condSureLag + ceilStep(c.forDur()/2)
+	// The first restart while pending, but not before the counters have grown past what the new
+	// process counts by its first scrape (or the reset would go unnoticed: a real process has
+	// been counting for far longer).
+	r1 := max(start+condSureLag+ceilStep(c.forDur()/2), start+5*step)
 	r2 := F + time.Minute
 	restarts := sortChecks(slices.Concat(fire, firingAt(r2-step, r2, r2+step, r2+gap, r2+gap+window)))
 	end = lastCheck(restarts) + time.Minute

@@ -455,7 +455,7 @@ func (c *scenario) expectAlert(tc testCase, ck check) yamlExpAlert {
 			"summary":       c.sp.summary,
 			"description":   c.sp.description(c.r, c.s, descArgs{ref: ref, value: c.sp.value.text(v), causes: ck.causes}),
 			"runbook_url":   c.r.runbookURL(c.sp.name),
-			"dashboard_url": c.r.dashboardURL(c.sp.perInstance, func(l string) string { return url.QueryEscape(lv[l]) }),
+			"dashboard_url": c.r.dashboardURL(c.sp.perInstance, c.r.grafanaBase, func(l string) string { return url.QueryEscape(lv[l]) }),
 		},
 	}
 }

@@ -41,6 +41,8 @@ var ruleConfigs = []ruleConfig{
 	},
 	{name: "no namespace", cfg: rules.Config{Namespace: rules.NoNamespace, GroupBy: []string{"name"}}, ns: "", groupBy: []string{"name"}},
 	{name: "rate window 1m", cfg: rules.Config{RateWindow: time.Minute, Selector: `env="prod"`}, ns: catalog.DefaultNamespace, groupBy: []string{"job", "name", "env"}},
+	{name: "group_by without name", cfg: rules.Config{GroupBy: []string{"cluster", "job"}, Selector: `env=~"prod|staging", cluster!="dev"`},
+		ns: catalog.DefaultNamespace, groupBy: []string{"cluster", "job", "name", "env"}},
 }
 
 // testingT is what the checker reports to: *testing.T, or a recorder in the self-tests.

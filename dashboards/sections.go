@@ -96,7 +96,7 @@ func row(id uint32, title string, panels ...cog.Builder[dashboard.Panel]) rowBui
 	return rowBuilder{row: dashboard.NewRowBuilder(title).Id(id), panels: panels}
 }
 
-func (v view) breakerRow(links bool, depUID string) rowBuilder {
+func (v view) breakerRow(r resolved, links bool, depUID string) rowBuilder {
 	q := v.q
 	tl := timeline{
 		id:    101,
@@ -108,7 +108,7 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 		height:   graphHeight,
 	}
 	if links {
-		tl.links = dependencyLink(depUID)
+		tl.links = dependencyLink(r, depUID)
 	}
 	return row(100, "Circuit breakers",
 		tl.build(),
@@ -199,13 +199,14 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 			id:    109,
 			title: "Time since trip vs open duration",
 			description: "How long each not-closed breaker has been in its current episode (from the tripped-since " +
-				"timestamp) against the configured base open duration (dashed red). Far above the open duration " +
-				"means probes keep failing: the dependency is still down.",
+				"timestamp), labelled with the cause of the trip that began it, against the configured base open duration " +
+				"(dashed red). Far above the open duration means probes keep failing: the dependency is still down. " +
+				"Cause slow_call_rate: the dependency answers, but too slowly — look at the call latency.",
 			unit:   units.Seconds,
 			width:  half,
 			dashed: []string{refID(1)},
 			targets: []target{
-				{expr: "time() - " + maxBy(v.inst, q.sel(catalog.BreakerTrippedSince)+" > 0"), legend: v.instLegend},
+				{expr: "time() - " + maxBy(with(v.inst, catalog.LabelCause), q.sel(catalog.BreakerTrippedSince)+" > 0"), legend: legendWith(v.instLegend, catalog.LabelCause)},
 				{expr: maxBy(v.agg, q.sel(catalog.BreakerOpenDuration)), legend: v.aggLegend + " open duration"},
 			},
 		}.build(),

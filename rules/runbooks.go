@@ -160,7 +160,7 @@ var runbooks = map[string]runbook{
 				{"What the failures are (error classes seen by the retry on the same call):", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
 			}
 		},
-		panels: []panel{{rowBreakers, "Breaker state"}, {rowBreakers, "Time since trip vs open duration"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Failure rate vs threshold"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowRetries, "Failed attempts by error class"}},
+		panels: []panel{{rowBreakers, "Breaker state"}, {rowBreakers, "Time since trip"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Failure rate"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowRetries, "Failed attempts by error class"}},
 		mitigation: []string{
 			"Confirm the dependency's health from its own dashboards; if it is down, this alert is the symptom — work the dependency's incident and keep the breaker open (it is protecting it).",
 			"If only this instance is affected, restart or drain it, or fix its network/DNS/TLS path.",
@@ -189,7 +189,7 @@ var runbooks = map[string]runbook{
 				{"Failure and slow-call rates against their thresholds:", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRate))},
 			}
 		},
-		panels: []panel{{rowBreakers, "Trips"}, {rowBreakers, "State transitions"}, {rowBreakers, "Failure rate vs threshold"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}},
+		panels: []panel{{rowBreakers, "Trips"}, {rowBreakers, "State transitions"}, {rowBreakers, "Failure rate"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}},
 		mitigation: []string{
 			"Find what the dependency does at each trip (deploys, load spikes, GC) and fix the cause there.",
 			"If the breaker trips on normal noise, raise the minimum number of calls or the thresholds — based on the observed failure and latency distributions, not guesswork.",
@@ -288,7 +288,7 @@ var runbooks = map[string]runbook{
 				{"Retry delays set by Retry-After vs backoff:", "sum by (source) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryBackoff)+"_count")) + "))"},
 			}
 		},
-		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Backoff delays by source"}, {rowBreakers, "Failure rate vs threshold"}},
+		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Backoff delays by source"}, {rowBreakers, "Failure rate"}},
 		mitigation: []string{
 			"Look at the dependency now, before users notice; correlate with deploys on either side.",
 			"If the rise is 429s, reduce the request rate or raise the limit; make sure Retry-After is honoured.",
@@ -351,7 +351,7 @@ var runbooks = map[string]runbook{
 			return []query{
 				{"Rejection ratio:", r.sel(r.recBulkheadRejectionRatio(), eq(catalog.LabelName, "<name>"))},
 				{"In-flight against the limit, and waiting callers:", r.nameSel(r.name(catalog.BulkheadInflight)) + "\n\n" + r.nameSel(r.name(catalog.BulkheadMaxConcurrent)) + "\n\n" + r.nameSel(r.name(catalog.BulkheadWaiting))},
-				{"Latency of the calls holding the permits (p99):", "histogram_quantile(0.99, sum by (le) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration)+"_bucket")) + ")))"},
+				{"Latency of the calls holding the permits (p99; " + classicNote + "):", "histogram_quantile(0.99, sum(rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration))) + ")))"},
 			}
 		},
 		panels: []panel{{rowBulkheads, "Bulkhead rejection ratio"}, {rowBulkheads, "In-flight vs max concurrent calls"}, {rowBulkheads, "Waiting callers"}, {rowBulkheads, "Wait for a permit"}, {rowBreakers, "Call latency"}},
@@ -375,7 +375,7 @@ var runbooks = map[string]runbook{
 		queries: func(r *resolved, s settings) []query {
 			return []query{
 				{"Utilisation per instance:", r.nameSel(r.name(catalog.BulkheadInflight)) + "\n/\n" + r.nameSel(r.name(catalog.BulkheadMaxConcurrent))},
-				{"Time waited for a permit (p99):", "histogram_quantile(0.99, sum by (instance, le) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BulkheadWaitDuration)+"_bucket")) + ")))"},
+				{"Time waited for a permit (p99; " + classicNote + "):", "histogram_quantile(0.99, sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BulkheadWaitDuration))) + ")))"},
 			}
 		},
 		panels: []panel{{rowBulkheads, "In-flight vs max concurrent calls"}, {rowBulkheads, "Waiting callers"}, {rowBulkheads, "Wait for a permit"}, {rowTimeouts, "Timed-out ratio"}},
@@ -419,7 +419,7 @@ var runbooks = map[string]runbook{
 		queries: func(r *resolved, s settings) []query {
 			return []query{
 				{"Slow-call rate against the threshold:", r.nameSel(r.name(catalog.BreakerSlowCallRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRateThreshold))},
-				{"Call latency p99 per instance:", "histogram_quantile(0.99, sum by (instance, le) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration)+"_bucket")) + ")))"},
+				{"Call latency p99 per instance (" + classicNote + "):", "histogram_quantile(0.99, sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration))) + ")))"},
 			}
 		},
 		panels: []panel{{rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowTimeouts, "Timed-out ratio"}},
@@ -429,6 +429,10 @@ var runbooks = map[string]runbook{
 		},
 	},
 }
+
+// classicNote says how the latency queries read when Prometheus stores classic buckets rather
+// than the collector's native histograms.
+const classicNote = "native histograms; with classic buckets, rate the `_bucket` series and add `le` to the `by` clause"
 
 // tripCauseDoc explains one trip cause in the breaker runbooks.
 type tripCauseDoc struct{ why, look string }

@@ -144,7 +144,7 @@ func newDashboard(r resolved, title, suffix, description string) *dashboard.Dash
 		Time("now-3h", "now").
 		Timezone(common.TimeZoneBrowser).
 		Refresh("30s").
-		Link(dashboard.NewDashboardLinkBuilder(r.titlePrefix+" dashboards").
+		Link(dashboard.NewDashboardLinkBuilder(r.titlePrefix + " dashboards").
 			Type(dashboard.DashboardLinkTypeDashboards).
 			Tags(ts[len(ts)-1:]).
 			AsDropdown(true).
@@ -326,8 +326,8 @@ func overviewStats(q promql, by []string) []single {
 			noValue:    "no fallbacks",
 		},
 		{
-			id:    5,
-			title: "Most timed-out attempts",
+			id:          5,
+			title:       "Most timed-out attempts",
 			description: "Attempts per second that hit their time limit, of the selected dependency with the most, and which.",
 			unit:        units.OpsPerSecond,
 			width:       4,

@@ -34,10 +34,18 @@ vet:
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-## generate: refresh the checked-in default output (rules, tests, runbooks, dashboards).
+## generate: refresh the checked-in output: the defaults (rules, tests, runbooks, dashboards) in
+## examples/generated, and in examples/generated-slo what the SLO example config adds to them
+## (a drift test in `make unit` compares both).
+SLO_EXAMPLE   := examples/slo/stormwatch.yaml
+GENERATED_SLO := examples/generated-slo
 generate:
 	rm -rf $(GENERATED)
 	$(STORMWATCH) generate all -o $(GENERATED)
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(STORMWATCH) generate all -c $(SLO_EXAMPLE) -o "$$tmp" >/dev/null && rm -rf $(GENERATED_SLO) && \
+	(cd "$$tmp" && find . -type f | sort) | while read -r f; do \
+		cmp -s "$$tmp/$$f" "$(GENERATED)/$$f" || { mkdir -p "$(GENERATED_SLO)/$$(dirname "$$f")" && cp "$$tmp/$$f" "$(GENERATED_SLO)/$$f"; }; done
 
 ## generated-check: regenerate the defaults into a temp dir, fail on drift from
 ## examples/generated, then lint and unit-test the fresh rules with promtool 3.16.

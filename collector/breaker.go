@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -133,7 +134,7 @@ type breakerMetric struct {
 	s      *breakerSeries
 	lo, hi uint8 // its label pairs: s.labels[lo:hi]
 	read   uint8
-	x, y   uint8 // catalog value: state, transition from/to, call kind or duration kind
+	x, y   uint8 // state, call kind or duration kind; for a transition its index in transitionPairs and its to state
 }
 
 // breakerSeries holds a breaker's metrics, grouped for family-by-family emission.
@@ -185,7 +186,7 @@ func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries 
 	s.transitions = make([]breakerMetric, len(transitionPairs))
 	for i, tr := range transitionPairs {
 		from, to := tr[0], tr[1]
-		s.transitions[i] = m(readTransitions, uint8(from), uint8(to),
+		s.transitions[i] = m(readTransitions, uint8(i), uint8(to),
 			stateLabels[catalog.LabelFrom][from], stateLabels[catalog.LabelTo][to])
 		for j, st := range sortedStates {
 			if st == from {
@@ -209,7 +210,7 @@ func (p *breakerPart) newSeries(name string, b *breaker.Breaker) *breakerSeries 
 		s.duration[i] = m(readDuration, uint8(k), 0, kindLabels[k])
 	}
 	for i, r := range singleReads {
-		s.single[i] = m(r, 0, 0)
+		s.single[i] = m(r, uint8(i), 0)
 	}
 	return s
 }
@@ -283,16 +284,15 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 
 func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	all := p.seriesFor(p.reg.Breakers())
-	reads := make([]*breakerReading, len(all))
+	reads := make([]breakerReading, len(all)) // the readings of this scrape, one allocation
 	for i, s := range all {
 		sn := s.b.Snapshot()
-		r := p.newReading(&sn)
-		s.read.Store(r)
-		reads[i] = r
+		p.fillReading(&reads[i], &sn)
+		s.read.Store(&reads[i])
 	}
 	full := p.full
 	for i, s := range all {
-		r := reads[i]
+		r := &reads[i]
 		for j, st := range sortedStates {
 			if full || st <= catalog.StateHalfOpen || r.visited&(1<<st) != 0 {
 				ch <- &s.state[j]
@@ -301,14 +301,14 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range sortedStates {
 		for k, s := range all {
-			r := reads[k]
+			r := &reads[k]
 			lo := uint8(0)
 			if i > 0 {
 				lo = s.fromEnd[i-1]
 			}
 			for j := lo; j < s.fromEnd[i]; j++ {
 				tr := &s.transitions[j]
-				if full || catalog.State(tr.y) == catalog.StateOpen || r.transitions[tr.x][tr.y] > 0 {
+				if full || catalog.State(tr.y) == catalog.StateOpen || r.transitions[tr.x] > 0 {
 					ch <- tr
 				}
 			}
@@ -321,14 +321,14 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for _, c := range sortedTripCauses {
 		for i, s := range all {
-			if r := reads[i]; r.tripped != 0 && r.cause == c {
+			if r := &reads[i]; r.tripped != 0 && r.cause == c {
 				ch <- &s.tripped
 			}
 		}
 	}
 	for j, k := range sortedCallKinds {
 		for i, s := range all {
-			r := reads[i]
+			r := &reads[i]
 			if full || r.calls[k] > 0 || k == catalog.CallSuccessful || k == catalog.CallFailed ||
 				(r.slowOn && (k == catalog.CallSlowSuccessful || k == catalog.CallSlowFailed)) {
 				ch <- &s.calls[j]
@@ -344,7 +344,7 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	}
 	for j, rd := range singleReads {
 		for i, s := range all {
-			if full || exportedSingle(rd, reads[i]) {
+			if full || exportedSingle(rd, &reads[i]) {
 				ch <- &s.single[j]
 			}
 		}
@@ -371,13 +371,13 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 	r := m.s.read.Load()
 	switch m.read {
 	case readState:
-		v := 0.0
 		if r.state == catalog.State(m.x) {
-			v = 1
+			out.Gauge = gaugeOne
+		} else {
+			out.Gauge = gaugeZero
 		}
-		out.Gauge = gaugeOf(v)
 	case readTransitions:
-		out.Counter = counterOf(float64(r.transitions[m.x][m.y]))
+		out.Counter = counterAt(&r.transitions[m.x])
 	case readTripped:
 		c := int(catalog.NumTripCauses)
 		if r.tripped != 0 {
@@ -385,46 +385,52 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 		}
 		lo := int(m.lo) + 2*c
 		out.Label = m.s.labels[lo : lo+2 : lo+2]
-		out.Gauge = gaugeOf(r.tripped)
+		out.Gauge = gaugeAt(&r.tripped)
 	case readCalls:
-		out.Counter = counterOf(float64(r.calls[m.x]))
+		out.Counter = counterAt(&r.calls[m.x])
 	case readDuration:
 		out.Histogram = r.durations[m.x]
 	case readNotPermitted:
-		out.Counter = counterOf(r.singles[m.read])
+		out.Counter = counterAt(&r.singles[m.x])
 	default:
-		out.Gauge = gaugeOf(r.singles[m.read])
+		out.Gauge = gaugeAt(&r.singles[m.x])
 	}
 	return nil
 }
 
 // breakerReading is what one scrape exports of one breaker, taken from its Snapshot: the
-// counters indexed by the catalog values, the states it has been in, the histograms it exports
-// and the values of the unlabelled series. The successful-call histogram lives in the reading
-// itself.
+// counters (as the float64 values the dto messages point to), the states it has been in, the
+// histograms it exports and the values of the unlabelled series. The successful-call histogram
+// lives in the reading itself. A scrape allocates the readings of all breakers at once.
 type breakerReading struct {
 	state       catalog.State
 	visited     uint8 // bit s: the breaker is or has been in state s
 	slowOn      bool
 	cause       catalog.TripCause
-	tripped     float64 // Unix seconds of the trip; 0 while closed
-	transitions [catalog.NumStates][catalog.NumStates]uint64
-	calls       [catalog.NumCallKinds]uint64
+	tripped     float64                     // Unix seconds of the trip; 0 while closed
+	transitions [numTransitionPairs]float64 // in transitionPairs order
+	calls       [catalog.NumCallKinds]float64
+	singles     [len(singleReads)]float64
 	durations   [len(catalog.DurationKinds)]*dto.Histogram // nil: not exported
-	singles     [numReads]float64                          // the unlabelled series' values, by read kind
 	successful  histogramBox
 }
 
-func (p *breakerPart) newReading(sn *breaker.Snapshot) *breakerReading {
-	r := &breakerReading{state: sn.State, slowOn: sn.SlowCallDuration > 0, cause: sn.TripCause,
-		transitions: sn.Transitions, calls: sn.Calls}
+// numTransitionPairs is len(transitionPairs), checked by a test: the transitions that
+// breaker.CanTransition allows.
+const numTransitionPairs = 23
+
+func (p *breakerPart) fillReading(r *breakerReading, sn *breaker.Snapshot) {
+	r.state, r.slowOn, r.cause = sn.State, sn.SlowCallDuration > 0, sn.TripCause
 	r.visited = 1 << sn.State
-	for from := range catalog.NumStates {
-		for to := range catalog.NumStates {
-			if sn.Transitions[from][to] > 0 {
-				r.visited |= 1 << to
-			}
+	for i, tr := range transitionPairs {
+		n := sn.Transitions[tr[0]][tr[1]]
+		r.transitions[i] = float64(n)
+		if n > 0 {
+			r.visited |= 1 << tr[1]
 		}
+	}
+	for k, n := range sn.Calls {
+		r.calls[k] = float64(n)
 	}
 	if sn.DurationsRecorded {
 		r.durations[catalog.CallSuccessful] = r.successful.fill(&sn.Durations[catalog.CallSuccessful], p.bounds)
@@ -435,36 +441,56 @@ func (p *breakerPart) newReading(sn *breaker.Snapshot) *breakerReading {
 	if !sn.TrippedSince.IsZero() {
 		r.tripped = float64(sn.TrippedSince.UnixNano()) / 1e9
 	}
-	r.singles = [numReads]float64{
-		readNotPermitted:     float64(sn.NotPermitted),
-		readFailureRate:      sn.FailureRate,
-		readSlowRate:         sn.SlowCallRate,
-		readFailureThreshold: sn.FailureRateThreshold,
-		readSlowThreshold:    sn.SlowCallRateThreshold,
-		readOpenDuration:     sn.OpenDuration.Seconds(),
+	for i, rd := range singleReads {
+		var v float64
+		switch rd {
+		case readNotPermitted:
+			v = float64(sn.NotPermitted)
+		case readFailureRate:
+			v = sn.FailureRate
+		case readSlowRate:
+			v = sn.SlowCallRate
+		case readFailureThreshold:
+			v = sn.FailureRateThreshold
+		case readSlowThreshold:
+			v = sn.SlowCallRateThreshold
+		case readOpenDuration:
+			v = sn.OpenDuration.Seconds()
+		}
+		r.singles[i] = v
 	}
-	return r
 }
 
-// Value boxes: the dto message and the value it points to in one allocation.
-type gaugeBox struct {
-	g dto.Gauge
-	v float64
+// The dto messages of the series point into the readings, which are immutable once stored, so a
+// series costs one small allocation; the values 0, 1 and NaN — every state gauge, most trips and
+// rejection counters, a rate below the minimum number of calls — share package-level messages
+// and cost none. Nothing writes a dto message after Write: client_golang and the encoders only
+// read them.
+var (
+	zero, one, nan = 0.0, 1.0, math.NaN()
+	gaugeZero      = &dto.Gauge{Value: &zero}
+	gaugeOne       = &dto.Gauge{Value: &one}
+	gaugeNaN       = &dto.Gauge{Value: &nan}
+	counterZero    = &dto.Counter{Value: &zero}
+)
+
+// gaugeAt returns a gauge message whose value is *v (v must not change).
+func gaugeAt(v *float64) *dto.Gauge {
+	switch {
+	case *v == 0:
+		return gaugeZero
+	case *v == 1:
+		return gaugeOne
+	case math.IsNaN(*v):
+		return gaugeNaN
+	}
+	return &dto.Gauge{Value: v}
 }
 
-type counterBox struct {
-	c dto.Counter
-	v float64
-}
-
-func gaugeOf(v float64) *dto.Gauge {
-	bx := &gaugeBox{v: v}
-	bx.g.Value = &bx.v
-	return &bx.g
-}
-
-func counterOf(v float64) *dto.Counter {
-	bx := &counterBox{v: v}
-	bx.c.Value = &bx.v
-	return &bx.c
+// counterAt returns a counter message whose value is *v (v must not change).
+func counterAt(v *float64) *dto.Counter {
+	if *v == 0 {
+		return counterZero
+	}
+	return &dto.Counter{Value: v}
 }

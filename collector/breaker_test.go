@@ -26,6 +26,7 @@ func TestBreakerTransitionPairsAreTheOnesThatCanOccur(t *testing.T) {
 	// manual ones: to closed from the 5 other states, to forced_open, disabled and metrics_only
 	// from the 5 states other than each: 4 + 5 + 3×5 - 1 (open→closed counted once) = 23.
 	assert.Len(t, transitionPairs, 23)
+	assert.Len(t, transitionPairs, numTransitionPairs)
 	for _, tr := range transitionPairs {
 		assert.True(t, breaker.CanTransition(tr[0], tr[1]), "%s→%s", tr[0], tr[1])
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -139,11 +140,14 @@ func sequence(errs ...error) func(context.Context) error {
 }
 
 var (
-	err503RetryAfter = &retry.HTTPError{StatusCode: http.StatusServiceUnavailable, RetryAfter: "1", Idempotent: true}
-	err503           = &retry.HTTPError{StatusCode: http.StatusServiceUnavailable, Idempotent: true}
-	// err504 is a gateway timeout on a request that may not be repeated: a breaker failure the
+	getPay, _  = http.NewRequest(http.MethodGet, "http://payments.internal/v1/pay", nil)
+	postPay, _ = http.NewRequest(http.MethodPost, "http://payments.internal/v1/pay", nil)
+
+	err503RetryAfter = httpx.Result(getPay, &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"1"}}}, nil)
+	err503           = httpx.Result(getPay, &http.Response{StatusCode: http.StatusServiceUnavailable}, nil)
+	// err504 is a gateway timeout of a request that may not be repeated: a breaker failure the
 	// retry does not retry, so the fallback sees it as is (cause error).
-	err504 = &retry.HTTPError{StatusCode: http.StatusGatewayTimeout}
+	err504 = httpx.Result(postPay, &http.Response{StatusCode: http.StatusGatewayTimeout}, nil)
 )
 
 // everyPath runs, on a dependency behind a full pipeline: successes, a slow success, retries
@@ -247,11 +251,11 @@ func (h *pipelineHistory) everyPath() {
 		catalog.RetryFailedWithoutRetry, catalog.RetryFailedWithRetry} {
 		assert.NotZero(t, r.Calls[k], "retry calls %s", k)
 	}
-	for _, a := range catalog.Admissions {
+	for _, a := range []catalog.Admission{catalog.AdmissionPermitted, catalog.AdmissionRejected} {
 		assert.NotZero(t, bh.Calls[a], "bulkhead %s", a)
 	}
 	assert.NotZero(t, bh.Wait.Sum, "bulkhead wait")
-	for _, k := range catalog.TimeoutKinds {
+	for _, k := range []catalog.TimeoutKind{catalog.TimeoutSuccessful, catalog.TimeoutFailed, catalog.TimeoutTimedOut} {
 		assert.NotZero(t, to.Calls[k], "timeout %s", k)
 	}
 	for _, cause := range catalog.Causes {

@@ -8,10 +8,11 @@ import (
 )
 
 // bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry:
-// the configured and in-use permits, both admission kinds from 0 and the wait histogram. The
-// number of callers waiting is exported in full detail only: the generated dashboards read the
-// average number waiting from the wait histogram's sum (its rate is the mean queue length, by
-// Little's law), a time average where the gauge is a sample taken at scrape time.
+// the configured and in-use permits, the permitted and rejected admissions from 0 (aborted — a
+// caller cancelled while waiting — once it has occurred) and the wait histogram. The number of
+// callers waiting is exported in full detail only: the generated dashboards read the average
+// number waiting from the wait histogram's sum (its rate is the mean queue length, by Little's
+// law), a time average where the gauge is a sample taken at scrape time.
 type bulkheadPart struct {
 	reg                              *instrument.Registry
 	full                             bool
@@ -51,6 +52,9 @@ func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(sn.Waiting), name)
 		}
 		for _, a := range catalog.Admissions {
+			if a == catalog.AdmissionAborted && sn.Calls[a] == 0 && !p.full {
+				continue
+			}
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[a]), name, a.String())
 		}
 		ch <- newConstHistogram(p.waitDuration, &sn.Wait, p.bounds, name)

@@ -98,7 +98,11 @@ resilience_bulkhead_wait_duration_seconds_count{name="payments"} 2
 	const family = "resilience_bulkhead_wait_duration_seconds"
 	waits := histogramLines(family, `name="inventory"`, catalog.WaitBuckets) +
 		histogramLines(family, `name="payments"`, catalog.WaitBuckets, 0, 0.2)
-	want = common + waits + `# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
+	want = strings.Replace(common, "# TYPE resilience_bulkhead_calls_total counter\n",
+		"# TYPE resilience_bulkhead_calls_total counter\n"+
+			`resilience_bulkhead_calls_total{kind="aborted",name="inventory"} 0`+"\n"+
+			`resilience_bulkhead_calls_total{kind="aborted",name="payments"} 0`+"\n", 1) +
+		waits + `# HELP resilience_bulkhead_waiting_calls Callers waiting for a bulkhead permit.
 # TYPE resilience_bulkhead_waiting_calls gauge
 resilience_bulkhead_waiting_calls{name="inventory"} 0
 resilience_bulkhead_waiting_calls{name="payments"} 1

@@ -12,10 +12,11 @@
 // # Series
 //
 // Series are what users pay for, so the default exposition holds what the generated alerts and
-// dashboards read, and rare label values only once they occur: at most 20 series per circuit
+// dashboards read, and rare label values only once they occur: within 25 series per circuit
 // breaker and 50 per dependency behind a full pipeline (retry, breaker, bulkhead, timeout,
-// fallback), counted in the text format after every path has run. Series that the generated
-// rules or dashboards feed to rate() start at 0. In detail:
+// fallback), counted in the text format (20 and 50 once every path has run; a forced open and
+// its reset add 3 to the breaker). Series that the generated rules or dashboards feed to rate()
+// start at 0. In detail:
 //
 //   - circuit breaker: state for closed, open and half_open (the other states once the breaker
 //     has been in them); transitions to open from 0, the other transitions once they happened;
@@ -27,8 +28,9 @@
 //     attempts by class once a class is counted (class rejected, stormwatch's own refusals that
 //     the breaker and the bulkhead count already, only in full detail); the backoff delays of
 //     source backoff (retry_after once counted); budget tokens and denials.
-//   - bulkhead: max_concurrent_calls, inflight_calls, calls by admission, the wait histogram.
-//   - timeout and fallback: every kind and cause from 0.
+//   - bulkhead: max_concurrent_calls, inflight_calls, the permitted and rejected admissions
+//     (aborted once counted), the wait histogram.
+//   - timeout: successful, failed and timed_out (aborted once counted); fallback: every cause.
 //
 // Latency distributions are native histograms (one series for a scraper that negotiates
 // protobuf, three lines in the text formats). [WithClassicBuckets] adds classic buckets;
@@ -89,7 +91,7 @@ func WithClassicBuckets() Option {
 // kinds, every retry kind, every failure class and both delay sources, the configuration gauges
 // (failure_rate_threshold, open_duration_seconds, the slow-call gauges of breakers without
 // slow-call detection) and bulkhead waiting_calls, with classic buckets. Cost in the text
-// exposition: 79 series per breaker and 170 per dependency behind a full pipeline, against at
+// exposition: 79 series per breaker and 172 per dependency behind a full pipeline, against at
 // most 20 and 50 by default.
 func WithFullDetail() Option {
 	return func(c *Collector) error {

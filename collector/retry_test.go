@@ -21,6 +21,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
@@ -66,22 +67,24 @@ func retryHistory(t *testing.T, opts ...Option) *Collector {
 	for range 20 {
 		require.NoError(t, pay.Do(ctx, func(context.Context) error { return nil }))
 	}
+	get, err := http.NewRequest(http.MethodGet, "http://payments.internal/v1/pay", nil)
+	require.NoError(t, err)
 	n := 0
 	require.NoError(t, runDriven(fc, func() error {
 		return pay.Do(ctx, func(context.Context) error {
 			n++
 			switch n {
 			case 1:
-				return &retry.HTTPError{StatusCode: http.StatusServiceUnavailable, RetryAfter: "2", Idempotent: true}
+				return httpx.Result(get, &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"2"}}}, nil)
 			case 2:
-				return &retry.HTTPError{Err: &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, Idempotent: true}
+				return httpx.Result(get, nil, &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)})
 			}
 			return nil
 		})
 	}))
-	require.Error(t, pay.Do(ctx, func(context.Context) error { return &retry.HTTPError{StatusCode: 404, Idempotent: true} }))
+	require.Error(t, pay.Do(ctx, func(context.Context) error { return httpx.Result(get, &http.Response{StatusCode: 404}, nil) }))
 	require.Error(t, runDriven(fc, func() error {
-		return pay.Do(ctx, func(context.Context) error { return &retry.HTTPError{Err: context.DeadlineExceeded, Idempotent: true} })
+		return pay.Do(ctx, func(context.Context) error { return httpx.Result(get, nil, context.DeadlineExceeded) })
 	}))
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

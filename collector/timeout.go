@@ -7,15 +7,17 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 
-// timeoutPart exports resilience_timeout_calls_total{name,kind} for every timeout in the registry,
-// every kind from 0.
+// timeoutPart exports resilience_timeout_calls_total{name,kind} for every timeout in the registry:
+// successful, failed and timed_out from 0; aborted (the caller's cancellation, rare and never
+// alerted on) once it has occurred, from 0 with full detail.
 type timeoutPart struct {
 	reg   *instrument.Registry
+	full  bool
 	calls *prometheus.Desc
 }
 
 func newTimeoutPart(c *Collector) *timeoutPart {
-	return &timeoutPart{reg: c.reg, calls: c.desc(catalog.TimeoutCalls)}
+	return &timeoutPart{reg: c.reg, full: c.full, calls: c.desc(catalog.TimeoutCalls)}
 }
 
 func (p *timeoutPart) describe(ch chan<- *prometheus.Desc) { ch <- p.calls }
@@ -24,6 +26,9 @@ func (p *timeoutPart) collect(ch chan<- prometheus.Metric) {
 	for _, nt := range p.reg.Timeouts() {
 		sn := nt.Value.Snapshot()
 		for _, k := range catalog.TimeoutKinds {
+			if k == catalog.TimeoutAborted && sn.Calls[k] == 0 && !p.full {
+				continue
+			}
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[k]), nt.Name, k.String())
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/rules"
 )
 
 // TestDashboardLinterRules holds the rules of Grafana's dashboard linter
@@ -240,4 +241,25 @@ func legendOfPanel(t *testing.T, d dashboard.Dashboard, title string) string {
 	}
 	t.Fatalf("no time series panel %q", title)
 	return ""
+}
+
+// TestRulesAgreeOnTheDependencyDashboard: the alerts' dashboard_url (rules) opens the uid these
+// dashboards get, and the rules accept exactly the uid prefixes and group_by labels the
+// dashboards accept.
+func TestRulesAgreeOnTheDependencyDashboard(t *testing.T) {
+	assert.Equal(t, DefaultUIDPrefix, rules.DefaultDashboardUIDPrefix)
+	assert.Equal(t, VariableDatasource, "datasource")
+	for _, p := range []string{"", "stormwatch", "shop", "a_b-C9", strings.Repeat("u", MaxUIDPrefixLen), strings.Repeat("u", MaxUIDPrefixLen+1), "a/b", "has space", "é"} {
+		_, derr := Generate(Config{UIDPrefix: p})
+		rerr := rules.Config{DashboardUIDPrefix: p}.Validate()
+		assert.Equal(t, derr == nil, rerr == nil, "uid prefix %q: dashboards %v, rules %v", p, derr, rerr)
+		if derr == nil {
+			assert.Equal(t, DependencyUID(p), rules.DependencyDashboardUID(p), p)
+		}
+	}
+	for _, gb := range [][]string{{"job", "name"}, {"cluster", "job"}, {"datasource"}, {"instance"}, {"kind"}} {
+		_, derr := Generate(Config{GroupBy: gb})
+		rerr := rules.Config{GroupBy: gb}.Validate()
+		assert.Equal(t, derr == nil, rerr == nil, "group_by %v: dashboards %v, rules %v", gb, derr, rerr)
+	}
 }

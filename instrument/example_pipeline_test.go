@@ -73,14 +73,40 @@ func ExampleExecuteWithFallback() {
 	// cached prices (circuit_open) true <nil>
 }
 
-// A configuration that would retry stormwatch's own rejections is refused, naming the field.
+// An impossible combination of fields is refused, naming the field and its value.
 func ExamplePipelineConfig_Validate() {
-	rc := retry.Config{}
-	rc.RetryIf = func(error, classify.Verdict) bool { return true } // "retry everything"
-	err := instrument.PipelineConfig{Retry: &rc, Breaker: &breaker.Config{}}.Validate()
+	rc := retry.Config{AttemptTimeout: time.Second} // a second per-attempt limit
+	err := instrument.PipelineConfig{Retry: &rc, Timeout: &timeout.Config{Timeout: time.Second}}.Validate()
 	var ce *instrument.ConfigError
 	if errors.As(err, &ce) {
-		fmt.Println(ce.Primitive, ce.Field)
+		fmt.Println(ce.Primitive, ce.Field, ce.Value)
 	}
-	// Output: pipeline Retry.RetryIf
+	// Output: pipeline Retry.AttemptTimeout 1s
+}
+
+// A business error — the dependency answered "no" — is marked with classify.Business: it is not
+// retried, the breaker ignores it, the fallback does not replace it, and the caller receives it.
+func Example_businessError() {
+	reg, _ := instrument.NewRegistry()
+	p, err := reg.Pipeline("payments", instrument.PipelineConfig{
+		Retry:    &retry.Config{},
+		Breaker:  &breaker.Config{},
+		Fallback: &fallback.Config{},
+	})
+	if err != nil {
+		panic(err)
+	}
+	errInsufficientFunds := errors.New("insufficient funds")
+	attempts := 0
+	fromFallback, err := p.DoWithFallback(context.Background(),
+		func(context.Context) error {
+			attempts++
+			return classify.Business(errInsufficientFunds)
+		},
+		func(context.Context, catalog.Cause, error) error { return nil })
+	fmt.Println(attempts, fromFallback, errors.Is(err, errInsufficientFunds))
+	fmt.Println(p.Breaker().Snapshot().Calls[catalog.CallIgnored], "ignored by the breaker")
+	// Output:
+	// 1 false true
+	// 1 ignored by the breaker
 }

@@ -24,13 +24,13 @@ const (
 	//
 	//	Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call
 	//
-	// The breaker sees every real attempt, first and retries alike (seed notes CO-05, the
-	// resilience4j and Polly default): against a dead dependency it trips after as many failed
-	// attempts as its window needs (fail_max 5 → 5 requests, AMP-06), and once open it stops a
-	// retry loop at its next attempt, because the retry never retries the breaker's rejection.
+	// The breaker sees every real attempt, first and retries alike (the default of resilience4j
+	// and Polly too): against a dead dependency it trips after as many failed attempts as its
+	// window needs (a threshold of 5 consecutive failures → 5 requests), and once open it stops
+	// a retry loop at its next attempt, because the retry never retries the breaker's rejection.
 	// The price is the sampling unit: the attempts of one logical call observe the same fault,
-	// so the failure rate counts correlated samples and runs higher than the users' failure rate
-	// (CO-03). Each attempt takes its own bulkhead permit, only while it runs.
+	// so the failure rate counts correlated samples and runs higher than the users' failure
+	// rate. Each attempt takes its own bulkhead permit, only while it runs.
 	BreakerPerAttempt Order = iota
 	// BreakerPerCall is the "logical call" order, outermost first:
 	//
@@ -38,10 +38,10 @@ const (
 	//
 	// The breaker records one outcome per logical call — a call that succeeds on its third
 	// attempt is one success — so its failure rate is the users' failure rate, statistically
-	// sound for thresholds, dashboards and alerts (seed notes CO-02, the preference of seed 000).
-	// The price is speed: it needs fail_max × MaxAttempts requests to trip (5 × 3 = 15, AMP-06),
-	// and a retry loop that began while the breaker was closed runs to its end even if the
-	// breaker opens meanwhile; a half-open probe is a whole retry loop.
+	// sound for thresholds, dashboards and alerts. The price is speed: it needs threshold ×
+	// MaxAttempts requests to trip (5 consecutive failures × 3 attempts = 15 requests), and a
+	// retry loop that began while the breaker was closed runs to its end even if the breaker
+	// opens meanwhile; a half-open probe is a whole retry loop.
 	BreakerPerCall
 )
 
@@ -66,8 +66,11 @@ type PipelineConfig struct {
 	// Leave AttemptTimeout zero when the Timeout layer is present (it bounds each attempt).
 	Retry *retry.Config
 	// Breaker configures the circuit breaker. A nil Classify gets [BreakerOutcome], which counts
-	// failures as package classify does: 4xx responses and business errors are not failures,
-	// stormwatch's rejections and the caller's cancellation are ignored.
+	// failures as package classify does: 4xx responses are not failures; business errors,
+	// stormwatch's rejections and the caller's cancellation are ignored. A Classify of your own
+	// decides the other errors: the pipeline ignores those three whatever it says. (This applies
+	// to the breaker the pipeline creates; a breaker that already exists under the name keeps
+	// its own classifier.)
 	Breaker *breaker.Config
 	// Bulkhead configures the concurrency limit of attempts.
 	Bulkhead *bulkhead.Config
@@ -79,10 +82,15 @@ type PipelineConfig struct {
 	Fallback *fallback.Config
 }
 
-// Validate checks the configuration as [Registry.Pipeline] does, without creating anything: each
-// layer's own configuration, the order, and the combinations a pipeline refuses because they
-// would retry stormwatch's own rejections or let a full bulkhead trip the breaker. The error is a
-// [*ConfigError] naming the field and its value.
+// Validate checks the configuration as [Registry.Pipeline] does, without creating anything: the
+// order, the combinations of fields a pipeline refuses, and each layer's own configuration. The
+// error is a [*ConfigError] naming the field and its value.
+//
+// Validation looks at the structure only and never calls the functions in the configuration
+// (RetryIf, Classify…): what they would decide cannot make a pipeline unsafe, because the
+// guarantees hold at run time whatever they return — the retry never retries an open breaker, a
+// full bulkhead or the caller's cancellation, and the pipeline's breaker never counts those, nor
+// a business error, as failures.
 func (c PipelineConfig) Validate() error {
 	if err := c.validate("pipeline"); err != nil {
 		return err
@@ -93,19 +101,12 @@ func (c PipelineConfig) Validate() error {
 // pipelinePrimitive is the Primitive of a pipeline's configuration errors.
 const pipelinePrimitive = "pipeline"
 
-// rejectionProbes are the errors with which stormwatch refuses calls; validation asks the
-// user's hooks what they would do with them.
-var rejectionProbes = []error{
-	&breaker.OpenError{Name: "probe", State: catalog.StateOpen},
-	&bulkhead.FullError{Name: "probe", MaxConcurrent: 1},
-}
-
 func (c PipelineConfig) validate(name string) error {
 	bad := func(field string, value any, reason string) error {
 		return &ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field, Value: value, Reason: reason}
 	}
-	if name == "" {
-		return bad("name", "", "must not be empty")
+	if err := checkName(pipelinePrimitive, name); err != nil {
+		return err
 	}
 	switch c.Order {
 	case BreakerPerAttempt, BreakerPerCall:
@@ -118,24 +119,6 @@ func (c PipelineConfig) validate(name string) error {
 			return bad("Retry.AttemptTimeout", rc.AttemptTimeout,
 				"the Timeout layer already bounds each attempt; set the per-attempt limit in Timeout only")
 		}
-		for _, probe := range rejectionProbes {
-			v := classify.Verdict{Class: catalog.ClassRejected}
-			if rc.RetryIf != nil && probeRetryIf(rc.RetryIf, probe, v) {
-				return bad("Retry.RetryIf", nil, fmt.Sprintf(
-					"returns true for stormwatch's own rejection (%T): a pipeline never retries an open breaker or a full bulkhead; return v.Retryable for class %q",
-					probe, catalog.ClassRejected))
-			}
-			if rc.Classify != nil && probeClassify(rc.Classify, probe).Retryable {
-				return bad("Retry.Classify", nil, fmt.Sprintf(
-					"calls stormwatch's own rejection (%T) retryable: a pipeline never retries an open breaker or a full bulkhead; classify it with classify.ClassifyError",
-					probe))
-			}
-		}
-	}
-	if c.Breaker != nil && c.Breaker.Classify != nil && c.Bulkhead != nil &&
-		probeBreaker(c.Breaker.Classify, rejectionProbes[1]) == breaker.OutcomeFailure {
-		return bad("Breaker.Classify", nil,
-			"counts a bulkhead rejection (bulkhead.ErrFull) as a failure, so a saturated bulkhead would trip the breaker; return breaker.OutcomeIgnored for it (see instrument.BreakerOutcome)")
 	}
 	return nil
 }
@@ -179,27 +162,42 @@ func (c PipelineConfig) validateLayers(name string) error {
 	return nil
 }
 
-// The probes treat a hook that panics on a probe as one that does not retry it: validation
-// reports what a hook decides, not whether it copes with foreign errors.
-func probeRetryIf(f func(error, classify.Verdict) bool, err error, v classify.Verdict) (retries bool) {
-	defer func() { _ = recover() }()
-	return f(err, v)
+// BreakerOutcome is the circuit breaker classifier of pipelines (and of package httpx):
+// breaker.DefaultClassify — errors judged the way package classify sees them, so 4xx responses
+// never count as failures — except that the errors that say nothing about the dependency are
+// always ignored (see [ignoredByBreaker]).
+func BreakerOutcome(err error) breaker.Outcome {
+	if ignoredByBreaker(err) {
+		return breaker.OutcomeIgnored
+	}
+	return breaker.DefaultClassify(err)
 }
 
-func probeClassify(f func(error, bool) classify.Verdict, err error) (v classify.Verdict) {
-	defer func() { _ = recover() }()
-	return f(err, true)
+// ignoredByBreaker reports the errors a pipeline's breaker counts as ignored whatever its
+// classifier says: business errors (classify.Business: the dependency answered), stormwatch's
+// own rejections (the call never reached the dependency: a full bulkhead must never trip the
+// breaker) and the caller's cancellation (never a failure).
+func ignoredByBreaker(err error) bool {
+	if err == nil {
+		return false
+	}
+	var rej classify.Rejection
+	return classify.IsBusiness(err) || errors.Is(err, context.Canceled) || (errors.As(err, &rej) && rej.Rejected())
 }
 
-func probeBreaker(f breaker.Classifier, err error) (o breaker.Outcome) {
-	defer func() { _ = recover() }()
-	return f(err)
+// breakerClassifier returns the classifier a pipeline gives its breaker: [BreakerOutcome] for
+// nil, else user's, behind the errors that are always ignored.
+func breakerClassifier(user breaker.Classifier) breaker.Classifier {
+	if user == nil {
+		return BreakerOutcome
+	}
+	return func(err error) breaker.Outcome {
+		if ignoredByBreaker(err) {
+			return breaker.OutcomeIgnored
+		}
+		return user(err)
+	}
 }
-
-// BreakerOutcome is the circuit breaker classifier of pipelines (and of package httpx). It is
-// breaker.DefaultClassify: errors are judged the way package classify sees them (4xx never
-// count as failures; rejections and the caller's cancellation are ignored).
-func BreakerOutcome(err error) breaker.Outcome { return breaker.DefaultClassify(err) }
 
 // Pipeline composes a retry, a circuit breaker, a bulkhead, a timeout and a fallback — each
 // optional — around calls to one dependency, in a fixed order (see [Order]):
@@ -207,9 +205,15 @@ func BreakerOutcome(err error) breaker.Outcome { return breaker.DefaultClassify(
 //	Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call   (BreakerPerAttempt, default)
 //	Fallback → CircuitBreaker → Retry → Bulkhead → Timeout → call   (BreakerPerCall)
 //
-// Guarantees, whatever the configuration:
+// Guarantees, whatever the configuration (RetryIf, Classify and the other functions in it
+// included):
 //   - the retry never retries stormwatch's own rejections (an open breaker, a full bulkhead:
 //     class "rejected") nor the caller's cancellation;
+//   - a business error (classify.Business) means the same in every order: not retried with the
+//     default classification, ignored by the breaker, never a fallback cause — the caller
+//     receives it;
+//   - the breaker never counts a rejection, the caller's cancellation or a business error as a
+//     failure: a saturated bulkhead never trips it;
 //   - a bulkhead permit is held only while an attempt runs, never during a backoff wait;
 //   - the total deadline — the context's, and the retry's MaxDuration — bounds every layer: the
 //     bulkhead stops waiting, the timeout's deadline is the earlier of its own and the caller's,
@@ -261,9 +265,7 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 	}
 	if cfg.Breaker != nil {
 		bc := *cfg.Breaker
-		if bc.Classify == nil {
-			bc.Classify = BreakerOutcome
-		}
+		bc.Classify = breakerClassifier(bc.Classify)
 		if p.breaker, err = r.Breaker(name, bc); err != nil {
 			return nil, err
 		}
@@ -348,10 +350,10 @@ type Hooks[T any] struct {
 	// string or credentials.
 	Endpoint string
 	// Check maps an attempt's value and error to the error every layer sees; nil means success.
-	// For HTTP, retry.HTTPResult.
+	// For HTTP, httpx.Result.
 	Check func(v T, err error) error
 	// Discard releases the value of an attempt that is dropped: one the retry repeats, or the
-	// last one when the fallback replaces it. For HTTP, retry.DiscardResponse.
+	// last one when the fallback replaces it. For HTTP, httpx.DiscardResponse.
 	Discard func(v T)
 	// Status returns the HTTP status of a successful value, for the retry's "succeeded" event.
 	Status func(v T) int

@@ -252,6 +252,54 @@ func TestPipelineNeverRetriesTheBulkheadsRejection(t *testing.T) {
 	assert.Equal(t, []string{"rejected:bulkhead", "breaker:ignored", "fallback:bulkhead_full"}, tr.get())
 }
 
+func TestPipelineBulkheadWaitNeverCountsForTheBreaker(t *testing.T) {
+	// The call never ran, whichever way the wait for a permit ended: the breaker counts it as
+	// ignored, never as a failure — a saturated bulkhead must not trip it.
+	ends := []struct {
+		name string
+		end  func(ctx *deadlineCtx, cancel func())
+		want error
+	}{
+		{"the caller's deadline passes", func(ctx *deadlineCtx, _ func()) { ctx.expire() }, context.DeadlineExceeded},
+		{"the caller cancels", func(_ *deadlineCtx, cancel func()) { cancel() }, context.Canceled},
+	}
+	for _, order := range []Order{BreakerPerAttempt, BreakerPerCall} {
+		for _, e := range ends {
+			t.Run(order.String()+"/"+e.name, func(t *testing.T) {
+				fake := clock.NewFake(time.Now())
+				reg, err := NewRegistry()
+				require.NoError(t, err)
+				p, err := reg.Pipeline("api", PipelineConfig{Order: order,
+					Retry:    &retry.Config{Clock: fake, Budget: retry.BudgetConfig{Disabled: true}},
+					Breaker:  &breaker.Config{Clock: fake, Window: breaker.ConsecutiveFailures, WindowSize: 1},
+					Bulkhead: &bulkhead.Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake}})
+				require.NoError(t, err)
+				release, err := p.Bulkhead().Acquire(context.Background())
+				require.NoError(t, err)
+				defer release()
+
+				dl := newDeadlineCtx(time.Now().Add(time.Hour))
+				ctx, cancel := context.WithCancel(dl)
+				defer cancel()
+				errc := make(chan error, 1)
+				go func() { errc <- p.Do(ctx, func(context.Context) error { return nil }) }()
+				require.True(t, fake.WaitForTimers(1, nil), "waiting for a permit")
+				e.end(dl, cancel)
+				select {
+				case err = <-errc:
+				case <-time.After(guard):
+					t.Fatal("the call never ended")
+				}
+				require.ErrorIs(t, err, e.want)
+				bs := p.Breaker().Snapshot()
+				assert.Equal(t, uint64(0), bs.Calls[catalog.CallFailed], "not a breaker failure")
+				assert.Equal(t, uint64(1), bs.Calls[catalog.CallIgnored])
+				assert.Equal(t, catalog.StateClosed, p.Breaker().State())
+			})
+		}
+	}
+}
+
 func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 	t.Run("retry MaxDuration on the fake clock", func(t *testing.T) {
 		fake := clock.NewFake(time.Now())
@@ -292,7 +340,7 @@ func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 		assert.Equal(t, catalog.OutcomeGaveUp, rerr.Outcome())
 	})
 
-	t.Run("the caller's deadline on the wall clock", func(t *testing.T) {
+	t.Run("the caller's deadline", func(t *testing.T) {
 		reg, err := NewRegistry()
 		require.NoError(t, err)
 		rc := retry.Config{MaxAttempts: 100, Backoff: retry.Backoff{Strategy: retry.None},
@@ -303,23 +351,49 @@ func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 			Timeout:  &timeout.Config{Timeout: time.Hour},
 		})
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		defer cancel()
-		callerDeadline, _ := ctx.Deadline()
-		start := time.Now()
+		ctx := newDeadlineCtx(time.Now().Add(time.Minute))
+		calls := 0
 		err = p.Do(ctx, func(actx context.Context) error {
+			calls++
 			d, ok := actx.Deadline()
 			assert.True(t, ok)
-			assert.False(t, d.After(callerDeadline), "the attempt's deadline never exceeds the caller's")
-			<-actx.Done() // a hung dependency
+			assert.False(t, d.After(ctx.deadline), "the attempt's deadline never exceeds the caller's")
+			ctx.expire() // the caller's deadline passes while the dependency hangs
+			<-actx.Done()
 			return actx.Err()
 		})
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NotErrorIs(t, err, timeout.ErrTimedOut, "the caller's deadline, not the attempt's")
-		assert.Less(t, time.Since(start), guard)
+		assert.Equal(t, 1, calls)
 		assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "no retry after the caller's deadline")
 		assert.Equal(t, 0, p.Bulkhead().Snapshot().InFlight)
+		assert.Equal(t, timeout.Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}}, p.Timeout().Snapshot())
 	})
+}
+
+// deadlineCtx is a caller's context whose deadline passes when expire is called, so that a test
+// decides when, without waiting for the wall clock.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+	once     sync.Once
+}
+
+func newDeadlineCtx(d time.Time) *deadlineCtx {
+	return &deadlineCtx{Context: context.Background(), deadline: d, done: make(chan struct{})}
+}
+
+func (c *deadlineCtx) expire()                     { c.once.Do(func() { close(c.done) }) }
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 func TestPipelineTimeoutIsRetriedWhenIdempotent(t *testing.T) {
@@ -329,11 +403,13 @@ func TestPipelineTimeoutIsRetriedWhenIdempotent(t *testing.T) {
 		name := fmt.Sprintf("idempotent-%t", idempotent)
 		rc := retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{Strategy: retry.None},
 			Budget: retry.BudgetConfig{Disabled: true}, Idempotent: idempotent}
-		p, err := reg.Pipeline(name, PipelineConfig{Retry: &rc, Timeout: &timeout.Config{Timeout: time.Millisecond}})
+		fake := clock.NewFake(time.Now())
+		p, err := reg.Pipeline(name, PipelineConfig{Retry: &rc, Timeout: &timeout.Config{Timeout: time.Second, Clock: fake}})
 		require.NoError(t, err)
 		calls := 0
 		err = p.Do(context.Background(), func(ctx context.Context) error {
 			calls++
+			fake.Advance(time.Second) // the attempt's own limit passes
 			<-ctx.Done()
 			return ctx.Err()
 		})
@@ -353,7 +429,6 @@ func TestPipelineValidation(t *testing.T) {
 		f(&c)
 		return &c
 	}
-	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
 	tests := []struct {
 		name  string
 		cfg   PipelineConfig
@@ -366,25 +441,6 @@ func TestPipelineValidation(t *testing.T) {
 			Retry:   rc(func(c *retry.Config) { c.AttemptTimeout = time.Second }),
 			Timeout: &timeout.Config{Timeout: time.Second},
 		}, "Retry.AttemptTimeout", time.Second, `pipeline "p": Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt`},
-		{"RetryIf retries rejections", PipelineConfig{
-			Retry: rc(func(c *retry.Config) { c.RetryIf = func(error, classify.Verdict) bool { return true } }),
-		}, "Retry.RetryIf", nil, `pipeline "p": Retry.RetryIf: returns true for stormwatch's own rejection (*breaker.OpenError)`},
-		{"RetryIf retries the bulkhead's rejection", PipelineConfig{
-			Retry: rc(func(c *retry.Config) {
-				c.RetryIf = func(err error, v classify.Verdict) bool { return errors.Is(err, bulkhead.ErrFull) || v.Retryable }
-			}),
-		}, "Retry.RetryIf", nil, `Retry.RetryIf: returns true for stormwatch's own rejection (*bulkhead.FullError)`},
-		{"Classify calls rejections retryable", PipelineConfig{
-			Retry: rc(func(c *retry.Config) {
-				c.Classify = func(error, bool) classify.Verdict {
-					return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
-				}
-			}),
-		}, "Retry.Classify", nil, `Retry.Classify: calls stormwatch's own rejection (*breaker.OpenError) retryable`},
-		{"breaker counts a full bulkhead", PipelineConfig{
-			Breaker:  &breaker.Config{Classify: failAll},
-			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
-		}, "Breaker.Classify", nil, `pipeline "p": Breaker.Classify: counts a bulkhead rejection (bulkhead.ErrFull) as a failure`},
 		// A layer's own configuration error is reported as the pipeline's, the field prefixed
 		// by the layer.
 		{"retry layer", PipelineConfig{Retry: &retry.Config{MaxAttempts: -1}}, "Retry.MaxAttempts", -1, `pipeline "p": Retry.MaxAttempts = -1: must not be negative`},
@@ -420,14 +476,103 @@ func TestPipelineValidation(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "name", ce.Field)
 
-	// Allowed: a RetryIf that keeps the default for rejections, and a breaker classifier that
-	// ignores them.
-	ok := PipelineConfig{
-		Retry:    rc(func(c *retry.Config) { c.RetryIf = func(_ error, v classify.Verdict) bool { return v.Retryable } }),
-		Breaker:  &breaker.Config{Classify: BreakerOutcome},
-		Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+}
+
+func TestPipelineValidationNeverCallsTheConfiguredFunctions(t *testing.T) {
+	// Validation looks at the structure only: functions that would retry everything or count
+	// everything as a failure are accepted (the run-time rules make them harmless, see
+	// TestPipelineRuntimeRulesHoldWhateverTheFunctionsSay), and no function is called while the
+	// pipeline is built — not even one that panics.
+	called := 0
+	panicky := func() { called++; panic("called at construction") }
+	cfgs := map[string]PipelineConfig{
+		"RetryIf retries everything": {
+			Retry:    &retry.Config{RetryIf: func(error, classify.Verdict) bool { return true }},
+			Breaker:  &breaker.Config{},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+		},
+		"Classify calls everything retryable": {
+			Retry: &retry.Config{Classify: func(error, bool) classify.Verdict {
+				return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
+			}},
+			Breaker: &breaker.Config{},
+		},
+		"breaker counts everything as a failure": {
+			Breaker:  &breaker.Config{Classify: func(error) breaker.Outcome { return breaker.OutcomeFailure }},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+		},
+		"panicking functions": {
+			Retry: &retry.Config{
+				RetryIf:  func(error, classify.Verdict) bool { panicky(); return false },
+				Classify: func(error, bool) classify.Verdict { panicky(); return classify.Verdict{} },
+			},
+			Breaker:  &breaker.Config{Classify: func(error) breaker.Outcome { panicky(); return 0 }},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
+			Fallback: &fallback.Config{Classify: func(error) catalog.Cause { panicky(); return 0 }},
+		},
 	}
-	require.NoError(t, ok.Validate())
+	for name, cfg := range cfgs {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, cfg.Validate())
+			reg, err := NewRegistry()
+			require.NoError(t, err)
+			_, err = reg.Pipeline("p", cfg)
+			require.NoError(t, err)
+			assert.Zero(t, called, "no configured function runs while the pipeline is built")
+		})
+	}
+}
+
+func TestPipelineRuntimeRulesHoldWhateverTheFunctionsSay(t *testing.T) {
+	// A retry told to retry everything and a breaker told to count everything as a failure: the
+	// retry still never retries an open breaker or a full bulkhead, and the breaker never counts
+	// the bulkhead's rejection.
+	retryAll := func(error, classify.Verdict) bool { return true }
+	allRetryable := func(error, bool) classify.Verdict {
+		return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
+	}
+	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
+	for _, order := range []Order{BreakerPerAttempt, BreakerPerCall} {
+		for _, hook := range []string{"RetryIf", "Classify"} {
+			t.Run(order.String()+"/"+hook, func(t *testing.T) {
+				reg, err := NewRegistry()
+				require.NoError(t, err)
+				rc := retry.Config{MaxAttempts: 5, Backoff: retry.Backoff{Strategy: retry.None},
+					Budget: retry.BudgetConfig{Disabled: true}}
+				if hook == "RetryIf" {
+					rc.RetryIf = retryAll
+				} else {
+					rc.Classify = allRetryable
+				}
+				p, err := reg.Pipeline("api", PipelineConfig{Order: order, Retry: &rc,
+					Breaker:  &breaker.Config{Classify: failAll, Window: breaker.ConsecutiveFailures, WindowSize: 1},
+					Bulkhead: &bulkhead.Config{MaxConcurrent: 1}})
+				require.NoError(t, err)
+
+				// A full bulkhead: one attempt, refused, not retried, not a breaker failure.
+				release, err := p.Bulkhead().Acquire(context.Background())
+				require.NoError(t, err)
+				calls := 0
+				err = p.Do(context.Background(), func(context.Context) error { calls++; return nil })
+				release()
+				require.ErrorIs(t, err, bulkhead.ErrFull)
+				assert.Zero(t, calls)
+				assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "a full bulkhead is never retried")
+				assert.Equal(t, uint64(1), p.Bulkhead().Snapshot().Calls[catalog.AdmissionRejected])
+				bs := p.Breaker().Snapshot()
+				assert.Equal(t, uint64(0), bs.Calls[catalog.CallFailed], "a full bulkhead never counts as a breaker failure")
+				assert.Equal(t, uint64(1), bs.Calls[catalog.CallIgnored])
+				assert.Equal(t, catalog.StateClosed, p.Breaker().State())
+
+				// An open breaker: refused at once, never retried.
+				p.Breaker().ForceOpen()
+				err = p.Do(context.Background(), func(context.Context) error { calls++; return nil })
+				require.ErrorIs(t, err, breaker.ErrOpen)
+				assert.Zero(t, calls)
+				assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "an open breaker is never retried")
+			})
+		}
+	}
 }
 
 func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
@@ -472,8 +617,16 @@ func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	assert.Equal(t, 7, v)
 }
 
+// statusError reports an HTTP status, as httpx.Error does (classify.StatusError), for an
+// idempotent request (retry.IdempotentHint).
+type statusError int
+
+func (e statusError) Error() string    { return fmt.Sprintf("HTTP %d", int(e)) }
+func (e statusError) HTTPStatus() int  { return int(e) }
+func (e statusError) Idempotent() bool { return true }
+
 func TestBreakerOutcome(t *testing.T) {
-	status := func(code int) error { return &retry.HTTPError{StatusCode: code, Idempotent: true} }
+	status := func(code int) error { return statusError(code) }
 	tests := []struct {
 		name string
 		err  error
@@ -492,10 +645,86 @@ func TestBreakerOutcome(t *testing.T) {
 		{"breaker open", &breaker.OpenError{Name: "x"}, breaker.OutcomeIgnored},
 		{"bulkhead full", &bulkhead.FullError{Name: "x"}, breaker.OutcomeIgnored},
 		{"business", classify.Business(errBoom), breaker.OutcomeIgnored},
-		{"breaker.Ignore", breaker.Ignore(errBoom), breaker.OutcomeIgnored},
+		{"business 404: ignored, not a success", classify.Business(status(http.StatusNotFound)), breaker.OutcomeIgnored},
+		{"business, wrapped", fmt.Errorf("pay: %w", classify.Business(errBoom)), breaker.OutcomeIgnored},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, BreakerOutcome(tt.err), tt.name)
+	}
+}
+
+// statusErr reports an HTTP status, as the HTTP middleware's errors do.
+type statusErr int
+
+func (e statusErr) Error() string   { return fmt.Sprintf("HTTP %d", int(e)) }
+func (e statusErr) HTTPStatus() int { return int(e) }
+
+func TestPipelineBusinessErrorMeansTheSameEverywhere(t *testing.T) {
+	// classify.Business has one meaning in every composition: the call is not retried, the
+	// breaker counts it as ignored (not a failure, not a success), the fallback does not run, and
+	// the caller receives the error.
+	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
+	compositions := []struct {
+		name string
+		cfg  func(fake *clock.Fake) PipelineConfig
+	}{
+		{"breaker per attempt", func(fake *clock.Fake) PipelineConfig {
+			return PipelineConfig{Order: BreakerPerAttempt, Retry: &retry.Config{Clock: fake}, Breaker: &breaker.Config{Clock: fake},
+				Bulkhead: &bulkhead.Config{}, Timeout: &timeout.Config{Clock: fake}, Fallback: &fallback.Config{}}
+		}},
+		{"breaker per call", func(fake *clock.Fake) PipelineConfig {
+			return PipelineConfig{Order: BreakerPerCall, Retry: &retry.Config{Clock: fake}, Breaker: &breaker.Config{Clock: fake},
+				Bulkhead: &bulkhead.Config{}, Timeout: &timeout.Config{Clock: fake}, Fallback: &fallback.Config{}}
+		}},
+		{"breaker classifier that fails everything", func(fake *clock.Fake) PipelineConfig {
+			return PipelineConfig{Retry: &retry.Config{Clock: fake}, Breaker: &breaker.Config{Clock: fake, Classify: failAll},
+				Fallback: &fallback.Config{}}
+		}},
+		{"fallback that answers only errors", func(fake *clock.Fake) PipelineConfig {
+			return PipelineConfig{Retry: &retry.Config{Clock: fake}, Breaker: &breaker.Config{Clock: fake},
+				Fallback: &fallback.Config{On: []catalog.Cause{catalog.CauseError}}}
+		}},
+		{"no retry", func(fake *clock.Fake) PipelineConfig {
+			return PipelineConfig{Breaker: &breaker.Config{Clock: fake}, Fallback: &fallback.Config{}}
+		}},
+	}
+	markers := []struct {
+		name string
+		err  error
+	}{
+		{"business", classify.Business(errBoom)},
+		{"business, wrapped", fmt.Errorf("pay: %w", classify.Business(errBoom))},
+		{"business around a 404", classify.Business(fmt.Errorf("%w: %w", errBoom, statusErr(http.StatusNotFound)))},
+		{"business around a 503", classify.Business(fmt.Errorf("%w: %w", errBoom, statusErr(http.StatusServiceUnavailable)))},
+	}
+	for _, c := range compositions {
+		for _, m := range markers {
+			t.Run(c.name+"/"+m.name, func(t *testing.T) {
+				fake := clock.NewFake(time.Now())
+				reg, err := NewRegistry()
+				require.NoError(t, err)
+				p, err := reg.Pipeline("payments", c.cfg(fake))
+				require.NoError(t, err)
+				calls, fallbacks := 0, 0
+				fromFallback, err := p.DoWithFallback(context.Background(),
+					func(context.Context) error { calls++; return m.err },
+					func(context.Context, catalog.Cause, error) error { fallbacks++; return nil })
+
+				assert.Equal(t, 1, calls, "never retried")
+				assert.False(t, fromFallback, "never a fallback cause")
+				assert.Zero(t, fallbacks)
+				require.ErrorIs(t, err, errBoom, "the caller receives the error")
+				assert.True(t, classify.IsBusiness(err))
+				assert.Equal(t, fallback.Snapshot{}, p.Fallback().Snapshot(), "the fallback counts nothing")
+				bs := p.Breaker().Snapshot()
+				assert.Equal(t, uint64(1), bs.Calls[catalog.CallIgnored], "the breaker ignores it")
+				assert.Equal(t, uint64(0), bs.Calls[catalog.CallFailed])
+				assert.Equal(t, uint64(0), bs.Calls[catalog.CallSuccessful])
+				if p.Retry() != nil {
+					assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries)
+				}
+			})
+		}
 	}
 }
 
@@ -505,7 +734,7 @@ func TestPipelineFourXXNeverTripsTheBreaker(t *testing.T) {
 	p, err := reg.Pipeline("api", PipelineConfig{Breaker: &breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 2}})
 	require.NoError(t, err)
 	for range 10 {
-		err := p.Do(context.Background(), func(context.Context) error { return &retry.HTTPError{StatusCode: 404} })
+		err := p.Do(context.Background(), func(context.Context) error { return statusError(404) })
 		require.Error(t, err)
 	}
 	assert.Equal(t, catalog.StateClosed, p.Breaker().State())

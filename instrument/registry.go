@@ -4,12 +4,36 @@
 //
 // Nothing here imports Prometheus: primitives keep their counts in atomics, and the collector
 // package turns a Registry into a prometheus.Collector that reads them at scrape time.
+//
+// # Names
+//
+// A primitive's name is the value of the `name` label of every series it exports, so one bad
+// name would break the whole exposition (Prometheus refuses a scrape holding a label value that
+// is not UTF-8). Every name a [Registry] hands out therefore is:
+//
+//   - not empty;
+//   - at most [MaxNameLen] bytes;
+//   - valid UTF-8;
+//   - free of control characters (U+0000–U+001F, U+007F–U+009F: newlines, tabs, NUL…).
+//
+// Names you choose (Registry.Breaker, Retry, Bulkhead, Timeout, Fallback, Pipeline) are checked
+// and refused with a [*ConfigError] naming the value: they are configuration, and a silently
+// renamed series would be a surprise. Names derived from traffic — a request's host, a key
+// function's result, an RPC's method — must not fail the call: pass them through [SanitizeName],
+// which maps any string to an acceptable name (invalid bytes and control characters become
+// U+FFFD, the result is cut to MaxNameLen bytes). Keyed middleware (httpx's WithKey, gRPC keys)
+// does this for you. Whatever the path, a name reaches the series only through the registry's
+// get-or-create, which checks it, so no call can put an invalid label value into the exposition.
 package instrument
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
@@ -127,9 +151,9 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	if ok {
 		return v, nil
 	}
-	if name == "" {
+	if err := checkName(string(f.kind), name); err != nil {
 		var zero T
-		return zero, &ConfigError{Primitive: string(f.kind), Field: "name", Value: "", Reason: "must not be empty"}
+		return zero, err
 	}
 
 	f.mu.Lock()
@@ -190,4 +214,66 @@ func (f *family[T]) lookup(name string) (T, bool) {
 	defer f.mu.RUnlock()
 	v, ok := f.byName[name]
 	return v, ok
+}
+
+// MaxNameLen is the longest name, in bytes, a registry accepts: room for any DNS host name with
+// its port, while keeping label values (stored in every series and every query) small.
+const MaxNameLen = 256
+
+// checkName returns nil for a name a registry accepts (see the package documentation, Names),
+// else a *ConfigError for primitive naming the value.
+func checkName(primitive, name string) error {
+	reason := nameProblem(name)
+	if reason == "" {
+		return nil
+	}
+	// The name goes into Value only: the error message quotes and truncates it there.
+	return &ConfigError{Primitive: primitive, Field: "name", Value: name, Reason: reason}
+}
+
+// nameProblem says what is wrong with name, or "".
+func nameProblem(name string) string {
+	if name == "" {
+		return "must not be empty"
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Sprintf("is %d bytes long, more than %d (use SanitizeName for names taken from traffic)", len(name), MaxNameLen)
+	}
+	for i, r := range name {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(name[i:]); size == 1 {
+				return fmt.Sprintf("is not valid UTF-8 (byte %d); a name is a label value of every series it exports (use SanitizeName for names taken from traffic)", i)
+			}
+		}
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("contains the control character %U at byte %d (use SanitizeName for names taken from traffic)", r, i)
+		}
+	}
+	return ""
+}
+
+// SanitizeName maps s, a name taken from traffic (a host, a key function's result), to a name a
+// registry accepts: each byte that is not part of valid UTF-8 and each control character becomes
+// U+FFFD (the replacement character), and the result is cut to at most [MaxNameLen] bytes, on a
+// character boundary. An acceptable s is returned unchanged, without allocating; "" stays ""
+// (which no registry accepts). Distinct inputs may map to one name — for instance two hosts that
+// differ only after their first MaxNameLen bytes — and then share one set of primitives.
+func SanitizeName(s string) string {
+	if len(s) <= MaxNameLen && nameProblem(s) == "" {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(min(len(s), MaxNameLen))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if (r == utf8.RuneError && size == 1) || unicode.IsControl(r) {
+			r = utf8.RuneError
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxNameLen {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

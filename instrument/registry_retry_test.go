@@ -23,14 +23,13 @@ func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	a2, err := reg.Retry("payments", retry.Config{}) // cfg ignored for an existing name
 	require.NoError(t, err)
-	assert.Same(t, a, a2)
-	assert.Same(t, a.Budget(), a2.Budget(), "one budget per name")
+	assert.Same(t, a, a2, "one retry, and so one budget, per name")
 
 	// Ten first attempts through one handle fund a retry through the other.
 	for range 10 {
 		require.NoError(t, a.Do(context.Background(), func(context.Context) error { return nil }))
 	}
-	assert.Equal(t, 1, a2.Budget().Tokens())
+	assert.Equal(t, 1, a2.Snapshot().BudgetTokens)
 
 	_, err = reg.Retry("orders", retry.Config{MaxAttempts: -1})
 	var ce *retry.ConfigError

@@ -3,6 +3,7 @@ package instrument
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,6 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument/breaker"
+	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
 type fake struct{ name string }
@@ -123,4 +129,113 @@ func TestFamilyConcurrentGetOrCreate(t *testing.T) {
 	wg.Wait()
 	assert.Len(t, f.all(), 51, "50 names and the overflow instance")
 	assert.Equal(t, uint64(32*50), r.Overflowed(catalog.Primitive("test")), "every refused get-or-create counted")
+}
+
+func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
+	long := strings.Repeat("a", MaxNameLen+1)
+	bad := []struct {
+		name, name2 string
+		reason      string
+	}{
+		{"invalid UTF-8", "bad\xffname", "not valid UTF-8 (byte 3)"},
+		{"truncated UTF-8", "caf\xc3", "not valid UTF-8 (byte 3)"},
+		{"newline", "pay\nments", "control character U+000A at byte 3"},
+		{"NUL", "x\x00", "control character U+0000 at byte 1"},
+		{"DEL", "x\x7f", "control character U+007F"},
+		{"C1 control", "x\u0085", "control character U+0085"},
+		{"too long", long, fmt.Sprintf("is %d bytes long, more than %d", MaxNameLen+1, MaxNameLen)},
+		{"empty", "", "must not be empty"},
+	}
+	cfgs := map[string]func(r *Registry, name string) error{
+		"circuitbreaker": func(r *Registry, name string) error { _, err := r.Breaker(name, breaker.Config{}); return err },
+		"retry":          func(r *Registry, name string) error { _, err := r.Retry(name, retry.Config{}); return err },
+		"bulkhead":       func(r *Registry, name string) error { _, err := r.Bulkhead(name, bulkhead.Config{}); return err },
+		"timeout":        func(r *Registry, name string) error { _, err := r.Timeout(name, timeout.Config{}); return err },
+		"fallback":       func(r *Registry, name string) error { _, err := r.Fallback(name, fallback.Config{}); return err },
+		"pipeline": func(r *Registry, name string) error {
+			_, err := r.Pipeline(name, PipelineConfig{Retry: &retry.Config{}, Breaker: &breaker.Config{}})
+			return err
+		},
+		"pipeline without layers": func(r *Registry, name string) error { _, err := r.Pipeline(name, PipelineConfig{}); return err },
+	}
+	for kind, get := range cfgs {
+		for _, b := range bad {
+			t.Run(kind+"/"+b.name, func(t *testing.T) {
+				// Also past the cardinality guard: a bad name never reaches the overflow instance.
+				for _, maxNames := range []int{DefaultMaxNames, 1} {
+					r, err := NewRegistry(WithMaxNames(maxNames))
+					require.NoError(t, err)
+					if maxNames == 1 {
+						require.NoError(t, get(r, "first"))
+					}
+					err = get(r, b.name2)
+					var ce *ConfigError
+					require.ErrorAs(t, err, &ce)
+					assert.Equal(t, "name", ce.Field)
+					assert.Equal(t, b.name2, ce.Value, "the error names the value")
+					assert.Contains(t, err.Error(), b.reason)
+					assert.LessOrEqual(t, len(err.Error()), 400, "an oversized name is not repeated whole")
+					for _, p := range catalog.Primitives {
+						assert.Zero(t, r.Overflowed(p), "a refused name is not an overflow")
+					}
+				}
+			})
+		}
+	}
+	r, err := NewRegistry()
+	require.NoError(t, err)
+	for _, good := range []string{"payments-api", "ünïcode.example:8443", "api.example.com:443", strings.Repeat("é", MaxNameLen/2), "\uFFFD", catalog.OverflowName} {
+		_, err := r.Breaker(good, breaker.Config{})
+		assert.NoError(t, err, "%q", good)
+	}
+}
+
+func TestSanitizeName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"payments-api", "payments-api"},
+		{"ünï.example:443", "ünï.example:443"},
+		{"bad\xffname", "bad\uFFFDname"},
+		{"\xff\xfe", "\uFFFD\uFFFD"},
+		{"caf\xc3", "caf\uFFFD"},
+		{"a\nb\tc\x00", "a\uFFFDb\uFFFDc\uFFFD"},
+		{"x\u0085y", "x\uFFFDy"},
+		{"", ""},
+		{strings.Repeat("a", MaxNameLen+10), strings.Repeat("a", MaxNameLen)},
+		// Cut on a character boundary: 255 bytes of 'a' and a 2-byte 'é' would be 257.
+		{strings.Repeat("a", MaxNameLen-1) + "é", strings.Repeat("a", MaxNameLen-1)},
+		{strings.Repeat("a", MaxNameLen-2) + "\xff", strings.Repeat("a", MaxNameLen-2)}, // U+FFFD (3 bytes) would not fit
+	}
+	for _, tt := range tests {
+		got := SanitizeName(tt.in)
+		assert.Equal(t, tt.want, got, "%q", tt.in)
+		if got != "" {
+			assert.Empty(t, nameProblem(got), "%q is accepted", got)
+		}
+	}
+	ok := "api.example.com:443"
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = SanitizeName(ok) }), "an acceptable name costs no allocation")
+}
+
+func FuzzSanitizeName(f *testing.F) {
+	for _, s := range []string{"bad\xffname", "a\nb", "", "ünï", strings.Repeat("é", 200), "x\u0085", "\xc3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := SanitizeName(s)
+		if s == "" {
+			if got != "" {
+				t.Fatalf("SanitizeName(\"\") = %q", got)
+			}
+			return
+		}
+		if p := nameProblem(got); p != "" {
+			t.Fatalf("SanitizeName(%q) = %q, which the registry refuses: %s", s, got, p)
+		}
+		if nameProblem(s) == "" && got != s {
+			t.Fatalf("SanitizeName changed the acceptable name %q to %q", s, got)
+		}
+		if SanitizeName(got) != got {
+			t.Fatalf("SanitizeName is not idempotent on %q", s)
+		}
+	})
 }

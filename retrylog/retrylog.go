@@ -38,7 +38,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
-	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/internal/redact"
 )
 
 // Message is the message of every retry log record.
@@ -167,16 +167,16 @@ func (l *Logger) Log(e events.Retry) {
 	if at.IsZero() {
 		at = now
 	}
-	id := retry.CorrelationID(ctx)
+	id := events.CorrelationID(ctx)
 	if id == "" {
-		id = retry.NewCorrelationID()
+		id = events.NewCorrelationID()
 	}
 	r := slog.NewRecord(at, level, Message, 0)
 	attrs := [12]slog.Attr{
 		slog.String("event", Message),
 		slog.String("name", e.Name),
 		slog.String("correlation_id", id),
-		slog.String("endpoint", retry.SanitizeEndpoint(e.Endpoint)),
+		slog.String("endpoint", redact.Endpoint(e.Endpoint)),
 		slog.Int("attempt", e.Attempt),
 		slog.Int("max_attempts", e.MaxAttempts),
 		slog.Int64("elapsed_ms", e.Elapsed.Milliseconds()),
@@ -266,10 +266,10 @@ func (l *Logger) summary(ctx context.Context, name string, n int, now time.Time)
 }
 
 // WithCorrelationID returns a context carrying id as the correlation id of the logical call (the
-// same helper as retry.WithCorrelationID).
+// same helper as events.WithCorrelationID).
 func WithCorrelationID(ctx context.Context, id string) context.Context {
-	return retry.WithCorrelationID(ctx, id)
+	return events.WithCorrelationID(ctx, id)
 }
 
-// CorrelationID returns the correlation id carried by ctx, or "" (see retry.CorrelationID).
-func CorrelationID(ctx context.Context) string { return retry.CorrelationID(ctx) }
+// CorrelationID returns the correlation id carried by ctx, or "" (see events.CorrelationID).
+func CorrelationID(ctx context.Context) string { return events.CorrelationID(ctx) }

@@ -28,6 +28,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
@@ -112,7 +113,12 @@ func scripted(t *testing.T, w io.Writer) {
 	r, err := reg.Retry("orders-api", cfg)
 	require.NoError(t, err)
 
-	// Call 1: 503 with Retry-After: 2, a timeout, then success.
+	// Call 1: 503 with Retry-After: 2, a timeout, then success. The attempts report through
+	// package httpx's errors, as the HTTP transport does: a POST with an idempotency key.
+	post, err := http.NewRequest(http.MethodPost, "https://api.example.com/api/v2/orders", nil)
+	require.NoError(t, err)
+	post.Header.Set(httpx.IdempotencyKeyHeader, "order-7")
+	unavailable := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{"Retry-After": {"2"}}}
 	ctx := WithCorrelationID(context.Background(), "c1f8a2e4-6b90-4d3e-9a11-7c5de0f3b842")
 	n := 0
 	drive(fc, func() {
@@ -121,24 +127,26 @@ func scripted(t *testing.T, w io.Writer) {
 			switch n {
 			case 1:
 				fc.Advance(120 * time.Millisecond) // the attempt takes time
-				return 0, &retry.HTTPError{StatusCode: 503, Status: "503 Service Unavailable", RetryAfter: "2", Idempotent: true}
+				return 0, httpx.Result(post, unavailable, nil)
 			case 2:
 				fc.Advance(time.Second)
-				return 0, &retry.HTTPError{Err: context.DeadlineExceeded, Idempotent: true}
+				return 0, httpx.Result(post, nil, context.DeadlineExceeded)
 			}
 			return 1, nil
-		}, retry.Hooks[int]{Endpoint: "POST api.example.com/api/v2/orders"})
+		}, retry.Hooks[int]{Endpoint: httpx.Endpoint(post)})
 	})
 	require.NoError(t, err)
 
 	// Call 2: always 502, two attempts, gives up.
 	r2, err := reg.Retry("inventory-api", func() retry.Config { c := cfg; c.MaxAttempts = 2; return c }())
 	require.NoError(t, err)
+	get, err := http.NewRequest(http.MethodGet, "http://inventory.internal/v1/stock", nil)
+	require.NoError(t, err)
 	ctx = WithCorrelationID(context.Background(), "req-0002")
 	drive(fc, func() {
 		_, err = retry.CallWith(ctx, r2, func(context.Context) (int, error) {
-			return 0, &retry.HTTPError{StatusCode: 502, Idempotent: true}
-		}, retry.Hooks[int]{Endpoint: "GET inventory.internal/v1/stock"})
+			return 0, httpx.Result(get, &http.Response{StatusCode: 502, Status: "502 Bad Gateway"}, nil)
+		}, retry.Hooks[int]{Endpoint: httpx.Endpoint(get)})
 	})
 	require.Error(t, err)
 }
@@ -220,14 +228,17 @@ func TestSecretsNeverLoggedOrExported(t *testing.T) {
 	drive(fc, func() {
 		resp, err = retry.CallWith(context.Background(), r, func(ctx context.Context) (*http.Response, error) {
 			return srv.Client().Do(req.WithContext(ctx))
-		}, retry.HTTPHooks(req))
+		}, httpx.RetryHooks(req))
 	})
 	require.Error(t, err)
-	retry.DiscardResponse(resp)
+	httpx.DiscardResponse(resp)
 	assert.Contains(t, err.Error(), "503", "the error itself is the caller's")
 
 	// An event from elsewhere with a raw URL is sanitised too.
 	l.Log(events.Retry{Name: "payments-api", Endpoint: "POST https://user:pass@api.example.com/v1/x?token=s3cret", Outcome: catalog.OutcomeGaveUp, At: t0})
+	// Whatever the shape: scheme-relative, a first word that is not a method, a DSN.
+	l.Log(events.Retry{Name: "payments-api", Endpoint: "POST //user:pass@h:8080/a?token=s3cret", Outcome: catalog.OutcomeGaveUp, At: t0})
+	l.Log(events.Retry{Name: "ledger-db", Endpoint: "query postgres://user:pass@db:5432/ledger?sslmode=s3cret", Outcome: catalog.OutcomeGaveUp, At: t0})
 
 	c, err := collector.New(reg)
 	require.NoError(t, err)
@@ -240,9 +251,11 @@ func TestSecretsNeverLoggedOrExported(t *testing.T) {
 		metrics.WriteString(mf.String())
 	}
 	log := buf.String()
-	require.Len(t, lines(t, log), 3) // retrying, budget_exhausted (the floor allows one retry per second), the raw event
+	require.Len(t, lines(t, log), 5) // retrying, budget_exhausted (the floor allows one retry per second), the raw events
 	assert.Contains(t, log, `"endpoint":"GET 127.0.0.1:`)
 	assert.Contains(t, log, `"endpoint":"POST https://api.example.com/v1/x"`)
+	assert.Contains(t, log, `"endpoint":"POST //h:8080/a"`)
+	assert.Contains(t, log, `"endpoint":"query postgres://db:5432/ledger"`)
 	for _, secret := range []string{"s3cret", "pass", "user:", "token=", "Bearer", "Authorization", "card=", "4111"} {
 		assert.NotContains(t, log, secret)
 		assert.NotContains(t, metrics.String(), secret)
@@ -358,7 +371,7 @@ func TestLevelsAndOptions(t *testing.T) {
 func TestCorrelationID(t *testing.T) {
 	ctx := WithCorrelationID(context.Background(), "abc")
 	assert.Equal(t, "abc", CorrelationID(ctx))
-	assert.Equal(t, "abc", retry.CorrelationID(ctx))
+	assert.Equal(t, "abc", events.CorrelationID(ctx))
 	assert.Empty(t, CorrelationID(context.Background()))
 
 	// Absent from the event's context: one is generated for the line.

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
-	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -115,7 +114,7 @@ type Config struct {
 	DashboardTitlePrefix string
 	// DashboardUIDPrefix is the uid prefix of the generated Grafana dashboards (as
 	// dashboards.Config.UIDPrefix): every alert's dashboard_url opens the Dependency dashboard,
-	// uid "<prefix>-dependency". "" means dashboards.DefaultUIDPrefix.
+	// uid "<prefix>-dependency" (DependencyDashboardUID). "" means DefaultDashboardUIDPrefix.
 	DashboardUIDPrefix string
 	// GrafanaBaseURL is where Grafana serves the generated dashboards, such as
 	// https://grafana.example.com: every alert's dashboard_url annotation is
@@ -124,6 +123,49 @@ type Config struct {
 	// no userinfo, query or fragment; never expanded as a template). "" means none: the
 	// annotation is the path /d/<uid>?…, relative to Grafana's root.
 	GrafanaBaseURL string
+	// SLOs are the dependency SLOs (see SLO). Their rules are a file of their own
+	// (GenerateSLORules: one group per SLO recording its SLI and error budget and alerting on
+	// its burn rate), with their own tests (GenerateSLOTests); GenerateRunbooks adds their
+	// runbook. Generate, Groups and GenerateTests leave them out.
+	SLOs []SLO
+}
+
+// DefaultDashboardUIDPrefix is the dashboards' default uid prefix (dashboards.DefaultUIDPrefix;
+// the dashboards package, which imports this one, checks that they agree).
+const DefaultDashboardUIDPrefix = "stormwatch"
+
+// maxDashboardUID is Grafana's limit on a dashboard uid's length.
+const maxDashboardUID = 40
+
+// dependencyDashboardSuffix ends the Dependency dashboard's uid.
+const dependencyDashboardSuffix = "-dependency"
+
+// dashboardDatasourceVariable is the dashboards' data source variable: no group_by label may be
+// called so, since the others become dashboard variables of their names.
+const dashboardDatasourceVariable = "datasource"
+
+// DependencyDashboardUID is the uid of the Dependency dashboard generated with uidPrefix, the
+// dashboard every alert's dashboard_url opens (dashboards.DependencyUID, which a test of the
+// dashboards package holds to the same value).
+func DependencyDashboardUID(uidPrefix string) string {
+	if uidPrefix == "" {
+		uidPrefix = DefaultDashboardUIDPrefix
+	}
+	return uidPrefix + dependencyDashboardSuffix
+}
+
+// checkUIDPrefix accepts what the dashboards accept as a uid prefix: letters, digits, '-' and
+// '_', short enough for every dashboard uid to stay within Grafana's limit.
+func checkUIDPrefix(s string) error {
+	if max := maxDashboardUID - len(dependencyDashboardSuffix); len(s) > max {
+		return fmt.Errorf("%d characters, at most %d allowed (Grafana uids are at most %d)", len(s), max, maxDashboardUID)
+	}
+	for i, c := range s {
+		if !(c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+			return fmt.Errorf("invalid character %q at offset %d (want [a-zA-Z0-9_-])", c, i)
+		}
+	}
+	return nil
 }
 
 // DefaultDashboardTitlePrefix is the dashboards' default title prefix.
@@ -197,8 +239,10 @@ type resolved struct {
 	// uid of the Dependency dashboard, and dashVars the labels that are variables of it besides
 	// instance (GroupBy as configured, without the selector's labels).
 	grafanaBase   string
+	dashUIDPrefix string
 	dependencyUID string
 	dashVars      []string
+	slos        []*resolvedSLO
 }
 
 // dependencyTitle is the title of the Dependency dashboard.
@@ -249,7 +293,7 @@ func (cfg Config) resolve() (*resolved, error) {
 			return nil, fieldErr("group_by", gb, "%q is reserved (label names starting with __ are internal)", l)
 		case l == labelInstance:
 			return nil, fieldErr("group_by", gb, "%q must not be listed: the per-process alerts add it and CircuitBreakerOpenFleetWide counts instances", l)
-		case l == dashboards.VariableDatasource:
+		case l == dashboardDatasourceVariable:
 			return nil, fieldErr("group_by", gb, "%q is the dashboards' data source variable: every other group_by label becomes a dashboard variable of its name", l)
 		case selector.ReservedLabel(l):
 			return nil, fieldErr("group_by", gb, "%q is a metric label the rules aggregate away or match on themselves", l)
@@ -297,10 +341,15 @@ func (cfg Config) resolve() (*resolved, error) {
 		}
 		r.grafanaBase = strings.TrimSuffix(cfg.GrafanaBaseURL, "/")
 	}
-	if err := (dashboards.Config{UIDPrefix: cfg.DashboardUIDPrefix}).Validate(); err != nil {
-		return nil, fieldErr("dashboards.uid_prefix", cfg.DashboardUIDPrefix, "%s", reason(err))
+	uidPrefix := cfg.DashboardUIDPrefix
+	if uidPrefix == "" {
+		uidPrefix = DefaultDashboardUIDPrefix
 	}
-	r.dependencyUID = dashboards.DependencyUID(cfg.DashboardUIDPrefix)
+	if err := checkUIDPrefix(uidPrefix); err != nil {
+		return nil, fieldErr("dashboards.uid_prefix", cfg.DashboardUIDPrefix, "%v", err)
+	}
+	r.dashUIDPrefix = uidPrefix
+	r.dependencyUID = DependencyDashboardUID(uidPrefix)
 
 	r.titlePrefix = cfg.DashboardTitlePrefix
 	if r.titlePrefix == "" {
@@ -373,6 +422,9 @@ func (cfg Config) resolve() (*resolved, error) {
 			s.severity = o.Severity
 		}
 		r.alerts[sp.name] = s
+	}
+	if r.slos, err = r.resolveSLOs(cfg.SLOs); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

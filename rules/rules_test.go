@@ -2,7 +2,6 @@ package rules
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
-	"github.com/stormwatch-go/stormwatch/dashboards"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -353,40 +351,5 @@ func TestRunbookCausesCoverTheSeeds(t *testing.T) {
 	}
 	for _, cause := range []string{"retry storm", "missing circuit breaker", "undersized bulkhead", "4xx", "Retry-After", "recovery stampede", "credential"} {
 		assert.Contains(t, strings.ToLower(all), strings.ToLower(cause))
-	}
-}
-
-// TestRunbookPanelsExist: every panel a runbook points at is on the Dependency dashboard (the
-// one dashboard_url opens) and on the Overview, under the row the runbook names.
-func TestRunbookPanelsExist(t *testing.T) {
-	files, err := dashboards.Generate(dashboards.Config{})
-	require.NoError(t, err)
-	require.Len(t, files, 2)
-	for _, f := range files {
-		var d struct {
-			Title  string `json:"title"`
-			Panels []struct {
-				Type  string `json:"type"`
-				Title string `json:"title"`
-			} `json:"panels"`
-		}
-		require.NoError(t, json.Unmarshal(f.Data, &d))
-		inRow := map[string]string{} // panel title → its row
-		row := ""
-		for _, p := range d.Panels {
-			if p.Type == "row" {
-				row = p.Title
-				continue
-			}
-			inRow[p.Title] = row
-		}
-		for alert, rb := range runbooks {
-			for _, p := range rb.panels {
-				got, ok := inRow[p.title]
-				if assert.True(t, ok, "%s: %s has no panel %q", alert, d.Title, p.title) {
-					assert.Equal(t, p.row, got, "%s: %s: panel %q", alert, d.Title, p.title)
-				}
-			}
-		}
 	}
 }

@@ -76,6 +76,10 @@ func GenerateRunbooks(cfg Config) ([]File, error) {
 		fmt.Fprintf(&index, "| [%s](%s/README.md) | %s | %s |\n", sp.name, sp.name, s.severity, sp.summary)
 		files = append(files, File{Path: RunbookDir + "/" + sp.name + "/README.md", Data: r.runbook(sp, s)})
 	}
+	if row, f, ok := r.sloRunbook(); ok {
+		index.WriteString(row)
+		files = append(files, f)
+	}
 	return append([]File{{Path: RunbookDir + "/README.md", Data: index.Bytes()}}, files...), nil
 }
 

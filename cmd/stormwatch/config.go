@@ -376,6 +376,7 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 				"histograms":   c.str((*string)(&c.dashboards.Histograms)),
 			})
 		},
+		"slos": c.decodeSLOs,
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,10 @@ const (
 	rulesFile    = "stormwatch-rules.yaml"
 	manifestFile = "stormwatch-prometheusrule.yaml"
 	testsFile    = "stormwatch-rules.test.yaml"
+	// The dependency SLOs' rules and tests, written only when the config has slos.
+	sloRulesFile    = "stormwatch-slo-rules.yaml"
+	sloManifestFile = "stormwatch-slo-prometheusrule.yaml"
+	sloTestsFile    = "stormwatch-slo-rules.test.yaml"
 )
 
 // outFile is one file to write, relative to the output directory.
@@ -34,10 +38,10 @@ type target struct {
 }
 
 var targets = []target{
-	{"rules", "Prometheus rule file " + rulesFile + " (with --format operator: PrometheusRule manifest " + manifestFile + ")", genRules},
-	{"tests", "promtool unit tests " + testsFile + " for the rules", genTests},
+	{"rules", "Prometheus rule file " + rulesFile + " (with --format operator: PrometheusRule manifest " + manifestFile + "), and " + sloRulesFile + " when the config has slos", genRules},
+	{"tests", "promtool unit tests " + testsFile + " for the rules (and " + sloTestsFile + ")", genTests},
 	{"runbooks", "one Markdown runbook per alert under " + rules.RunbookDir + "/", genRunbooks},
-	{"dashboards", "Grafana dashboards under " + dashboards.Dir + "/", genDashboards},
+	{"dashboards", "Grafana dashboards under " + dashboards.Dir + "/ (and the SLOs dashboard when the config has slos)", genDashboards},
 }
 
 func targetNames() []string {
@@ -57,7 +61,19 @@ func genRules(c *config) ([]outFile, error) {
 	if c.rules.Format == rules.FormatOperator {
 		name = manifestFile
 	}
-	return []outFile{{name, b}}, nil
+	out := []outFile{{name, b}}
+	if len(c.rules.SLOs) > 0 {
+		b, err := rules.GenerateSLORules(c.rules)
+		if err != nil {
+			return nil, err
+		}
+		name := sloRulesFile
+		if c.rules.Format == rules.FormatOperator {
+			name = sloManifestFile
+		}
+		out = append(out, outFile{name, b})
+	}
+	return out, nil
 }
 
 func genTests(c *config) ([]outFile, error) {
@@ -74,6 +90,20 @@ func genTests(c *config) ([]outFile, error) {
 		}
 		out = append(out, outFile{rulesFile, plain})
 	}
+	if len(c.rules.SLOs) > 0 {
+		b, err := rules.GenerateSLOTests(c.rules, sloRulesFile)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, outFile{sloTestsFile, b})
+		if c.rules.Format == rules.FormatOperator {
+			plain, err := rules.GenerateSLORulesPrometheus(c.rules)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, outFile{sloRulesFile, plain})
+		}
+	}
 	return out, nil
 }
 
@@ -82,7 +112,16 @@ func genRunbooks(c *config) ([]outFile, error) {
 }
 
 func genDashboards(c *config) ([]outFile, error) {
-	return outFiles(dashboards.Generate(c.dashboards))
+	out, err := outFiles(dashboards.Generate(c.dashboards))
+	if err != nil || len(c.rules.SLOs) == 0 {
+		return out, err
+	}
+	slos, err := rules.SLOs(c.rules)
+	if err != nil {
+		return nil, err
+	}
+	more, err := outFiles(dashboards.GenerateSLOs(c.dashboards, slos))
+	return append(out, more...), err
 }
 
 // outFiles converts the files of a generator that returns several.

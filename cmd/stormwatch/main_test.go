@@ -250,7 +250,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		name, cfg string
 		want      string // regexp on stderr
 	}{
-		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, namespace, rate_window, runbook_base_url, selector\)`},
+		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, namespace, rate_window, runbook_base_url, selector, slos\)`},
 		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key`},
 		{"unknown dashboards key", "dashboards:\n  title: x\n", `c\.yaml:2: dashboards\.title: unknown key`},
 		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold = 1\.5: out of range \(0, 1\)`},

@@ -226,15 +226,16 @@ type Admission uint8
 // The admission decisions.
 const (
 	AdmissionPermitted Admission = iota // a permit was granted (at once or after waiting)
-	AdmissionRejected                   // no permit within MaxWait
+	AdmissionRejected                   // no permit within MaxWait (or before the caller's deadline)
+	AdmissionAborted                    // the caller cancelled while waiting: not a rejection
 	// NumAdmissions is the number of admission decisions.
-	NumAdmissions = 2
+	NumAdmissions = 3
 )
 
-var admissionNames = []string{"permitted", "rejected"}
+var admissionNames = []string{"permitted", "rejected", "aborted"}
 
 // Admissions lists every admission decision.
-var Admissions = [NumAdmissions]Admission{AdmissionPermitted, AdmissionRejected}
+var Admissions = [NumAdmissions]Admission{AdmissionPermitted, AdmissionRejected, AdmissionAborted}
 
 // String returns the decision's label value.
 func (a Admission) String() string { return name(admissionNames, int(a), "Admission") }
@@ -246,16 +247,17 @@ type TimeoutKind uint8
 // The timeout outcomes.
 const (
 	TimeoutSuccessful TimeoutKind = iota // finished in time without error
-	TimeoutFailed                        // finished in time with an error (or the caller's context ended)
+	TimeoutFailed                        // finished in time with an error (or the caller's deadline ended it)
 	TimeoutTimedOut                      // stopped by its own time limit
+	TimeoutAborted                       // the caller cancelled it: never a failure
 	// NumTimeoutKinds is the number of timeout outcomes.
-	NumTimeoutKinds = 3
+	NumTimeoutKinds = 4
 )
 
-var timeoutKindNames = []string{"successful", "failed", "timed_out"}
+var timeoutKindNames = []string{"successful", "failed", "timed_out", "aborted"}
 
 // TimeoutKinds lists every timeout outcome.
-var TimeoutKinds = [NumTimeoutKinds]TimeoutKind{TimeoutSuccessful, TimeoutFailed, TimeoutTimedOut}
+var TimeoutKinds = [NumTimeoutKinds]TimeoutKind{TimeoutSuccessful, TimeoutFailed, TimeoutTimedOut, TimeoutAborted}
 
 // String returns the outcome's label value.
 func (k TimeoutKind) String() string { return name(timeoutKindNames, int(k), "TimeoutKind") }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector"
 	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/retrylog"
 )
@@ -183,17 +184,17 @@ func run(ctx context.Context, o options, logOut, status io.Writer) error {
 		ctx := retrylog.WithCorrelationID(ctx, fmt.Sprintf("quote-%04d", i))
 		resp, err := retry.CallWith(ctx, r, func(ctx context.Context) (*http.Response, error) {
 			return client.Do(req.WithContext(ctx))
-		}, retry.HTTPHooks(req))
+		}, httpx.RetryHooks(req))
 		switch {
 		case err == nil:
 			fmt.Fprintf(status, "call %d: %s\n", i, resp.Status)
 		case ctx.Err() != nil:
-			retry.DiscardResponse(resp)
+			httpx.DiscardResponse(resp)
 			return nil
 		default:
 			fmt.Fprintf(status, "call %d failed: %v\n", i, err)
 		}
-		retry.DiscardResponse(resp)
+		httpx.DiscardResponse(resp)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -8,6 +8,12 @@
 // error for which errors.Is(err, [ErrFull]) holds; it is stormwatch's own rejection, never worth
 // retrying and never a sign of the dependency's health.
 //
+// Every Acquire is counted once, by its admission (catalog.Admission): permitted; rejected — no
+// permit within MaxWait, or before the caller's deadline passed (the call was refused without
+// running either way, and the error is a [*FullError]); or aborted — the caller cancelled its
+// context while waiting, which is never a rejection nor a failure (the caller left; the bulkhead
+// refused nothing) and emits no Rejection event.
+//
 // Three ways to use it:
 //
 //	err := b.Do(ctx, func(ctx context.Context) error { ... })          // closure
@@ -69,16 +75,21 @@ type ConfigError = catalog.ConfigError
 
 // FullError is the error of a rejected call. It satisfies errors.Is(err, ErrFull), reports
 // Rejected() == true (stormwatch's own rejection: classified rejected, never retried, not a
-// breaker failure) and the fallback cause bulkhead_full. A bulkhead returns the same *FullError
-// for every rejection; treat it as read-only.
+// breaker failure) and the fallback cause bulkhead_full. When the caller's deadline ended the
+// wait, Err is the context's error (errors.Is(err, context.DeadlineExceeded) holds too); a
+// bulkhead otherwise returns the same *FullError for every rejection. Treat it as read-only.
 type FullError struct {
 	Name          string        // the bulkhead's name
 	MaxConcurrent int           // its permits
 	MaxWait       time.Duration // how long the caller waited at most
+	Err           error         // the caller's context error when its deadline ended the wait; else nil
 }
 
 // Error describes the rejection.
 func (e *FullError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("bulkhead %q full: %d calls in flight, no permit before the caller's deadline: %v", e.Name, e.MaxConcurrent, e.Err)
+	}
 	if e.MaxWait > 0 {
 		return fmt.Sprintf("bulkhead %q full: %d calls in flight, no permit within %s", e.Name, e.MaxConcurrent, e.MaxWait)
 	}
@@ -87,6 +98,9 @@ func (e *FullError) Error() string {
 
 // Is reports whether target is [ErrFull].
 func (e *FullError) Is(target error) bool { return target == ErrFull }
+
+// Unwrap returns the caller's context error when its deadline ended the wait, else nil.
+func (e *FullError) Unwrap() error { return e.Err }
 
 // Rejected reports true: the call was refused by stormwatch itself, without running.
 func (e *FullError) Rejected() bool { return true }
@@ -176,10 +190,12 @@ func (b *Bulkhead) Config() Config {
 // use. On success it returns the function that gives the permit back: call it exactly once, when
 // the guarded work is over (typically with defer). On failure release is a no-op and err is
 //
-//   - a [*FullError] (errors.Is(err, ErrFull)) when no permit became free in time, or
-//   - the context's error, wrapped, when ctx ended while waiting.
+//   - a [*FullError] (errors.Is(err, ErrFull)) when no permit became free in time (rejected) —
+//     within MaxWait, or before ctx's deadline (then errors.Is(err, context.DeadlineExceeded)
+//     holds too): the call was refused without running, whichever limit came first; or
+//   - the context's error, wrapped, when ctx was cancelled while waiting (aborted).
 //
-// Both count as rejected admissions. Acquire does not check ctx when a permit is free at once.
+// Acquire does not check ctx when a permit is free at once.
 func (b *Bulkhead) Acquire(ctx context.Context) (release func(), err error) {
 	for s := b.state.Load(); s < b.max; s = b.state.Load() {
 		if b.state.CompareAndSwap(s, s+1) {
@@ -307,15 +323,22 @@ func (b *Bulkhead) reject(waited time.Duration) error {
 	return b.full
 }
 
-// abandon counts a caller whose context ended before it got a permit as rejected and returns the
-// context's error, wrapped.
+// abandon counts a caller whose context ended before it got a permit. A cancellation is aborted
+// and returns the context's error, wrapped; a deadline is a rejection like MaxWait's (the call
+// was refused without running) and returns a *FullError wrapping the context's error.
 func (b *Bulkhead) abandon(ctx context.Context, waited time.Duration) error {
 	if waited >= 0 {
 		b.waited.Observe(waited)
 	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		b.calls[catalog.AdmissionAborted].Add(1)
+		return fmt.Errorf("bulkhead %q: gave up waiting for a permit: %w", b.name, context.Cause(ctx))
+	}
 	b.calls[catalog.AdmissionRejected].Add(1)
 	b.emitRejection()
-	return fmt.Errorf("bulkhead %q: gave up waiting for a permit: %w", b.name, context.Cause(ctx))
+	full := *b.full
+	full.Err = context.Cause(ctx)
+	return &full
 }
 
 func (b *Bulkhead) emitRejection() {
@@ -356,11 +379,12 @@ type Snapshot struct {
 	MaxConcurrent int // configured permits
 	InFlight      int // permits in use
 	Waiting       int // callers queued for a permit
-	// Calls counts admission decisions since creation, indexed by catalog.AdmissionPermitted and
-	// catalog.AdmissionRejected (full, or the caller's context ended while waiting).
+	// Calls counts admissions since creation, indexed by catalog.Admission: permitted, rejected
+	// (full, or the caller's deadline passed while waiting) and aborted (the caller cancelled
+	// while waiting).
 	Calls [catalog.NumAdmissions]uint64
-	// Wait is the distribution of the time admission decisions took: one observation per
-	// permitted or rejected call, 0 (the zero bucket) for those decided at once. Its Count
+	// Wait is the distribution of the time admissions took: one observation per call, 0 (the
+	// zero bucket) for those decided at once. Its Count
 	// therefore tends to the sum of Calls (both are read separately, so a reading taken during
 	// calls may differ by the calls in progress).
 	Wait histogram.Snapshot

@@ -322,24 +322,34 @@ func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
 }
 
 func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
+	// The caller's cancellation is aborted — never a rejection, no Rejection event; its deadline
+	// passing while it waits is a rejection (the saturation cost the caller its deadline).
 	tests := []struct {
 		name   string
 		cancel func(context.Context) (context.Context, func())
 		want   error
+		kind   catalog.Admission
 	}{
 		{"cancelled", func(p context.Context) (context.Context, func()) {
 			ctx, cancel := context.WithCancel(p)
 			return ctx, cancel
-		}, context.Canceled},
+		}, context.Canceled, catalog.AdmissionAborted},
 		{"cause", func(p context.Context) (context.Context, func()) {
 			ctx, cancel := context.WithCancelCause(p)
 			return ctx, func() { cancel(errShutdown) }
-		}, errShutdown},
+		}, errShutdown, catalog.AdmissionAborted},
+		{"deadline", func(context.Context) (context.Context, func()) {
+			ctx := newDeadlineCtx()
+			return ctx, ctx.expire
+		}, context.DeadlineExceeded, catalog.AdmissionRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := clock.NewFake(epoch)
-			b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake})
+			hub := new(events.Hub)
+			var rejections []events.Rejection
+			hub.Rejections.Add(func(e events.Rejection) { rejections = append(rejections, e) })
+			b, err := New("dep", Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake, Events: hub})
 			require.NoError(t, err)
 			release, err := b.Acquire(context.Background())
 			require.NoError(t, err)
@@ -357,14 +367,32 @@ func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
 			cancel()
 			err = <-errc
 			require.ErrorIs(t, err, tt.want)
-			assert.NotErrorIs(t, err, ErrFull)
-			assert.Contains(t, err.Error(), `bulkhead "dep": gave up waiting for a permit`)
+			var rej interface{ Rejected() bool }
+			if tt.kind == catalog.AdmissionRejected {
+				// Refused without running, like a MaxWait expiry: stormwatch's own rejection.
+				assert.ErrorIs(t, err, ErrFull)
+				require.ErrorAs(t, err, &rej)
+				assert.True(t, rej.Rejected())
+				assert.EqualError(t, err, `bulkhead "dep" full: 1 calls in flight, no permit before the caller's deadline: context deadline exceeded`)
+			} else {
+				assert.NotErrorIs(t, err, ErrFull)
+				assert.False(t, errors.As(err, &rej), "a cancellation is not a rejection")
+				assert.Contains(t, err.Error(), `bulkhead "dep": gave up waiting for a permit`)
+			}
 			assert.Equal(t, 0, fake.Timers(), "the MaxWait timer is stopped")
 
 			st := b.Snapshot()
 			assert.Equal(t, 0, st.Waiting)
 			assert.Equal(t, 1, st.InFlight)
-			assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionRejected])
+			want := [catalog.NumAdmissions]uint64{catalog.AdmissionPermitted: 1}
+			want[tt.kind]++
+			assert.Equal(t, want, st.Calls)
+			assert.Equal(t, uint64(2), st.Wait.Count, "every admission observed once")
+			if tt.kind == catalog.AdmissionRejected {
+				assert.Len(t, rejections, 1)
+			} else {
+				assert.Empty(t, rejections, "the caller's cancellation is not a rejection")
+			}
 			release()
 			assert.Equal(t, 0, b.Snapshot().InFlight, "the permit went back to the pool, not to the gone waiter")
 		})
@@ -372,6 +400,29 @@ func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
 }
 
 var errShutdown = errors.New("shutting down")
+
+// deadlineCtx is a caller's context whose deadline passes when expire is called.
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newDeadlineCtx() *deadlineCtx {
+	return &deadlineCtx{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *deadlineCtx) expire()                     { c.once.Do(func() { close(c.done) }) }
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return epoch.Add(time.Hour), true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
 
 func TestAlreadyEndedContextDoesNotQueue(t *testing.T) {
 	fake := clock.NewFake(epoch)
@@ -389,7 +440,8 @@ func TestAlreadyEndedContextDoesNotQueue(t *testing.T) {
 	release()
 	st := b.Snapshot()
 	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionPermitted])
-	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionRejected])
+	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionAborted], "a cancelled caller is aborted, not rejected")
+	assert.Equal(t, uint64(0), st.Calls[catalog.AdmissionRejected])
 	assert.Equal(t, uint64(2), st.Wait.ZeroCount, "neither decision waited")
 }
 
@@ -577,7 +629,7 @@ func TestStressWaitersTimersAndCancellations(t *testing.T) {
 	b, err := New("dep", Config{MaxConcurrent: permits, MaxWait: time.Millisecond})
 	require.NoError(t, err)
 	var cur, peak atomic.Int64
-	var admitted, refused atomic.Uint64
+	var admitted, refused, cancelled atomic.Uint64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -600,10 +652,14 @@ func TestStressWaitersTimersAndCancellations(t *testing.T) {
 				})
 				cancel()
 				if err != nil {
-					if !errors.Is(err, ErrFull) && !errors.Is(err, context.Canceled) {
+					switch {
+					case errors.Is(err, ErrFull):
+						refused.Add(1)
+					case errors.Is(err, context.Canceled):
+						cancelled.Add(1)
+					default:
 						t.Errorf("unexpected error %v", err)
 					}
-					refused.Add(1)
 					continue
 				}
 				admitted.Add(1)
@@ -611,12 +667,13 @@ func TestStressWaitersTimersAndCancellations(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("permitted %d, rejected %d", admitted.Load(), refused.Load())
+	t.Logf("permitted %d, rejected %d, aborted %d", admitted.Load(), refused.Load(), cancelled.Load())
 	assert.LessOrEqual(t, peak.Load(), int64(permits))
 	st := b.Snapshot()
 	assert.Equal(t, admitted.Load(), st.Calls[catalog.AdmissionPermitted])
 	assert.Equal(t, refused.Load(), st.Calls[catalog.AdmissionRejected])
-	assert.Equal(t, uint64(workers*rounds), st.Calls[catalog.AdmissionPermitted]+st.Calls[catalog.AdmissionRejected])
+	assert.Equal(t, cancelled.Load(), st.Calls[catalog.AdmissionAborted])
+	assert.Equal(t, uint64(workers*rounds), st.Calls[catalog.AdmissionPermitted]+st.Calls[catalog.AdmissionRejected]+st.Calls[catalog.AdmissionAborted])
 	assert.Equal(t, 0, st.InFlight)
 	assert.Equal(t, 0, st.Waiting)
 	assert.Equal(t, uint64(workers*rounds), st.Wait.Count)

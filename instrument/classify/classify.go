@@ -7,14 +7,41 @@
 //	v := classify.Classify(resp, err, classify.IsIdempotent(req))
 //	if v.Failed() && v.Retryable { … }
 //
-// Transport errors are recognised with errors.Is/errors.As (connection refused and reset, DNS,
-// TLS certificate versus other TLS failures, timeouts), never by matching on text, except for the
-// TLS alerts that the standard library reports only as text. The caller's cancellation is never
-// retried and never counted as a breaker failure; stormwatch's own rejections (an open breaker, a
-// full bulkhead) are recognised through the [Rejection] interface and never retried.
+// # Structure before text
+//
+// Transport errors are recognised by their types and values (errors.Is and errors.As: net.Error
+// timeouts, context.DeadlineExceeded, syscall errors, *net.DNSError, x509 and crypto/tls error
+// types), anywhere in a wrapped or joined error, and these structured checks always win over the
+// error's text: the text is consulted only as a last resort, for the TLS failures that the
+// standard library reports only as text ("tls: …"). Among the structured facts of one error, the
+// most restrictive verdict wins: a certificate error (never retried), then a timeout after the
+// request may have been sent (retried only when idempotent), then the failures that are always
+// retryable. So errors.Join(errors.New("tls: x"), readTimeout) is a timeout, never retried for a
+// non-idempotent call.
+//
+// # The caller's cancellation and stormwatch's rejections
+//
+// The caller's cancellation (context.Canceled anywhere in the error) is class canceled: never
+// retried, never a breaker failure, never a fallback cause. stormwatch's own rejections (an open
+// breaker, a full bulkhead) are recognised through the [Rejection] interface: class rejected,
+// never retried, not a breaker failure.
+//
+// # Business errors
+//
+// A business outcome — insufficient funds, a failed validation, "not found" as an answer — is
+// not a fault of the dependency. Mark it with [Business]; it is stormwatch's one marker for this,
+// and it means the same thing in every primitive and every composition:
+//
+//   - the retry never retries it, whatever the error it wraps;
+//   - a circuit breaker counts it as ignored: it enters no window and decides nothing;
+//   - a fallback does not run for it: the caller receives the error itself;
+//   - it is returned to the caller, and errors.Is and errors.As see through the mark.
+//
+// The call is still a failed one for the retry's metrics (class error), because the caller did
+// receive an error. [IsBusiness] reports whether an error carries the mark.
 //
 // The package imports nothing of stormwatch but the metric catalog (where the classes are
-// defined), so the breaker, the retry and the HTTP middleware can all use it.
+// defined), so the breaker, the retry, the fallback and the HTTP middleware can all use it.
 package classify
 
 import (
@@ -51,13 +78,13 @@ func (v Verdict) Failed() bool { return v.Class != catalog.ClassNone }
 // Rejection is implemented by the errors with which stormwatch's own primitives refuse a call
 // without running it (an open circuit breaker, a full bulkhead). Rejected reports true. Such
 // errors are classified [ClassRejected] and are never retried: the decision is deterministic for
-// the whole open window, so retrying only burns budget and adds latency (RT-20, RT-21).
+// the whole open window, so retrying only burns budget and adds latency.
 type Rejection interface {
 	error
 	Rejected() bool
 }
 
-// StatusError is implemented by errors that report a failed HTTP response (retry.HTTPError does),
+// StatusError is implemented by errors that report a failed HTTP response (httpx.Error does),
 // so that code which only sees errors — a circuit breaker, a pipeline — classifies them by status:
 // [ClassifyError] gives such an error the verdict of [Status] for its code. HTTPStatus returns 0
 // when there was no response.
@@ -132,28 +159,39 @@ func Status(code int, idempotent bool) Verdict {
 // (databases, RPC, plain functions). idempotent gates retrying a timeout that happened after the
 // request may have been processed. A nil error succeeds (zero Verdict).
 //
-// In order of precedence: errors marked with [Business] (not a failure, not retried); stormwatch's
-// own rejections ([Rejection]: rejected, never retried, not a breaker failure); the caller's
-// cancellation (context.Canceled: canceled, never retried, not a breaker failure); errors that
-// report an HTTP status ([StatusError]: as [Status]); errors marked
-// with [Permanent] (never retried); TLS certificate errors (tls_cert, not retried); other TLS
-// errors (tls); DNS errors (dns); connection refused (conn_refused); connection reset or dropped
-// (conn_reset); timeouts (timeout — a timeout while connecting is always retryable, because the
-// request was never sent; any other only when idempotent); anything else (error, retryable).
+// In order of precedence:
+//
+//   - the caller's cancellation (context.Canceled): canceled, never retried, not a breaker failure;
+//   - errors marked with [Business]: class error, not retried, not a breaker failure;
+//   - stormwatch's own rejections ([Rejection]): rejected, never retried, not a breaker failure;
+//   - errors that report an HTTP status ([StatusError]): as [Status];
+//   - TLS certificate errors (x509 and tls.CertificateVerificationError): tls_cert, not retried;
+//   - a timeout after the request may have been sent (context.DeadlineExceeded,
+//     os.ErrDeadlineExceeded, a net.Error whose Timeout() is true): timeout, retried only when
+//     idempotent;
+//   - other TLS errors (tls.RecordHeaderError, tls.AlertError, an alert from the peer): tls;
+//   - DNS errors (*net.DNSError, timeouts included: nothing was sent): dns;
+//   - connection refused: conn_refused; connection reset, aborted or dropped (EOF): conn_reset;
+//   - a timeout while connecting (inside a dial *net.OpError: nothing was sent): timeout, retryable;
+//   - text only, as a last resort: a message containing "tls: " is tls;
+//   - anything else: error, retryable.
+//
+// Each rule looks at the whole error — every wrapped and joined error — so a rule above wins over
+// a rule below wherever their errors sit. Errors marked with [Permanent] keep their class and
+// breaker verdict but are never retried.
 func ClassifyError(err error, idempotent bool) Verdict {
 	if err == nil {
 		return Verdict{}
 	}
-	var biz *businessError
-	if errors.As(err, &biz) {
+	if errors.Is(err, context.Canceled) {
+		return Verdict{Class: catalog.ClassCanceled}
+	}
+	if IsBusiness(err) {
 		return Verdict{Class: catalog.ClassError}
 	}
 	var rej Rejection
 	if errors.As(err, &rej) && rej.Rejected() {
 		return Verdict{Class: catalog.ClassRejected}
-	}
-	if errors.Is(err, context.Canceled) {
-		return Verdict{Class: catalog.ClassCanceled}
 	}
 	var v Verdict
 	var se StatusError
@@ -173,6 +211,10 @@ func transport(err error, idempotent bool) Verdict {
 	if isTLSCert(err) {
 		return Verdict{BreakerFailure: true, Class: catalog.ClassTLSCert}
 	}
+	sent, unsent := timeouts(err, false, 0)
+	if sent {
+		return Verdict{Retryable: idempotent, BreakerFailure: true, Class: catalog.ClassTimeout}
+	}
 	if isTLS(err) {
 		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassTLS}
 	}
@@ -187,21 +229,70 @@ func transport(err error, idempotent bool) Verdict {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassConnReset}
 	}
-	if isTimeout(err) {
-		// A timeout while dialling means the request was never sent: repeating it is safe.
-		var op *net.OpError
-		notSent := errors.As(err, &op) && op.Op == "dial"
-		return Verdict{Retryable: idempotent || notSent, BreakerFailure: true, Class: catalog.ClassTimeout}
+	if unsent {
+		// A timeout while connecting means the request was never sent: repeating it is safe.
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassTimeout}
+	}
+	if strings.Contains(err.Error(), "tls: ") {
+		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassTLS}
 	}
 	return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
 }
 
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+// maxDepth bounds the walk of an error tree; deeper errors are not looked at. errors.Is and
+// errors.As have no bound, but a classifier must not loop on a pathological chain.
+const maxDepth = 100
+
+// timeouts walks err's tree and reports whether it holds a timeout that may have happened after
+// the request was sent (sent), and one that happened while connecting (unsent: inside a dial
+// *net.OpError or a *net.DNSError). A wrapper that reports Timeout() because it wraps a timeout
+// (*url.Error, *net.OpError) is judged by what it wraps, so that a dial timeout wrapped in a
+// *url.Error still counts as unsent; an error counts as a timeout itself only when nothing it
+// wraps does.
+func timeouts(err error, inDial bool, depth int) (sent, unsent bool) {
+	if err == nil || depth > maxDepth {
+		return false, false
+	}
+	switch e := err.(type) {
+	case *net.OpError:
+		if e != nil && e.Op == "dial" {
+			inDial = true
+		}
+	case *net.DNSError:
+		inDial = true
+	}
+	switch x := err.(type) {
+	case interface{ Unwrap() error }:
+		sent, unsent = timeouts(x.Unwrap(), inDial, depth+1)
+	case interface{ Unwrap() []error }:
+		for _, inner := range x.Unwrap() {
+			s, u := timeouts(inner, inDial, depth+1)
+			sent, unsent = sent || s, unsent || u
+		}
+	}
+	if sent || unsent || !isTimeoutItself(err) {
+		return sent, unsent
+	}
+	return !inDial, inDial
+}
+
+// isTimeoutItself reports whether err, not looking at what it wraps, is a timeout.
+func isTimeoutItself(err error) (timeout bool) {
+	defer func() {
+		if recover() != nil { // a method on a nil pointer, for instance
+			timeout = false
+		}
+	}()
+	if err == context.DeadlineExceeded || err == os.ErrDeadlineExceeded {
 		return true
 	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	if t, ok := err.(interface{ Timeout() bool }); ok && t.Timeout() {
+		return true
+	}
+	if is, ok := err.(interface{ Is(error) bool }); ok {
+		return is.Is(context.DeadlineExceeded) || is.Is(os.ErrDeadlineExceeded)
+	}
+	return false
 }
 
 func isTLSCert(err error) bool {
@@ -217,6 +308,8 @@ func isTLSCert(err error) bool {
 		errors.As(err, &hostname) || errors.As(err, &system) || errors.As(err, &insecure)
 }
 
+// isTLS reports the TLS failures that crypto/tls reports with a type; see transport for the
+// ones it reports only as text.
 func isTLS(err error) bool {
 	var (
 		header tls.RecordHeaderError
@@ -227,15 +320,12 @@ func isTLS(err error) bool {
 		return true
 	}
 	// Alerts received from the peer are reported as a *net.OpError with Op "remote error" around
-	// an unexported type; handshake failures of crypto/tls are plain errors prefixed "tls: ".
+	// an unexported type.
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "remote error" {
-		return true
-	}
-	return strings.Contains(err.Error(), "tls: ")
+	return errors.As(err, &op) && op.Op == "remote error"
 }
 
-// Permanent marks err as not retryable, whatever its class (FC-12). The class and the breaker
+// Permanent marks err as not retryable, whatever its class. The class and the breaker
 // verdict stay those of err; errors.Is and errors.As see through the mark.
 func Permanent(err error) error {
 	if err == nil {
@@ -249,14 +339,22 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// Business marks err as a business outcome (insufficient balance, validation failure): it is
-// returned to the caller but is neither retried nor counted as a breaker failure (FC-03). Its
-// class is [ClassError]. errors.Is and errors.As see through the mark.
+// Business marks err as a business outcome (insufficient balance, a failed validation): the
+// dependency answered, and the answer is an error for the caller. It is stormwatch's one marker
+// for this, with one meaning everywhere (see the package documentation): never retried, ignored
+// by a circuit breaker, never a fallback cause, returned to the caller. Its class is
+// catalog.ClassError. errors.Is and errors.As see through the mark. Business(nil) is nil.
 func Business(err error) error {
 	if err == nil {
 		return nil
 	}
 	return &businessError{err}
+}
+
+// IsBusiness reports whether err, or an error it wraps, was marked with [Business].
+func IsBusiness(err error) bool {
+	var biz *businessError
+	return errors.As(err, &biz)
 }
 
 type businessError struct{ err error }

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,7 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -97,13 +98,15 @@ func TestIsIdempotent(t *testing.T) {
 	assert.False(t, IsIdempotent(nil))
 }
 
-// get performs one request with a fresh transport (no connection reuse, no proxy) and a bound.
-func get(t *testing.T, method, url string, timeout time.Duration) (*http.Response, error) {
+// get performs one request with a fresh transport (no connection reuse, no proxy) under ctx,
+// bounded by bound.
+func get(t *testing.T, ctx context.Context, method, url string) (*http.Response, error) {
 	t.Helper()
 	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: timeout}
-	req, err := http.NewRequest(method, url, nil)
+	// A bound, not an expectation: every request here ends on its own long before.
+	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	require.NoError(t, err)
 	resp, err := client.Do(req)
 	if resp != nil {
@@ -140,6 +143,64 @@ func tcpServer(t *testing.T, handle func(c *net.TCPConn)) string {
 	return l.Addr().String()
 }
 
+// silentServer reads each request, reports it on the returned channel and never answers; the
+// connections close with the test.
+func silentServer(t *testing.T) (addr string, received <-chan struct{}) {
+	got := make(chan struct{}, 16)
+	hold := make(chan struct{})
+	var wg sync.WaitGroup
+	addr = tcpServer(t, func(c *net.TCPConn) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if line == "\r\n" { // the end of the request's header: it was sent
+					break
+				}
+			}
+			got <- struct{}{}
+			<-hold
+		}()
+	})
+	t.Cleanup(func() { close(hold); wg.Wait() })
+	return addr, got
+}
+
+// deadlineCtx is a context whose deadline passes when expire is called: a deterministic stand-in
+// for a deadline that fires while the request is in flight. It has no Deadline time, so nothing
+// in net/http arms a timer from it.
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newDeadlineCtx() *deadlineCtx {
+	return &deadlineCtx{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *deadlineCtx) expire()               { c.once.Do(func() { close(c.done) }) }
+func (c *deadlineCtx) Done() <-chan struct{} { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// afterReceived runs end once the server reports the request (the request was sent).
+func afterReceived(received <-chan struct{}, end func()) {
+	go func() { <-received; end() }()
+}
+
 func TestTransportErrorsFromRealOperations(t *testing.T) {
 	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer untrusted.Close()
@@ -156,35 +217,32 @@ func TestTransportErrorsFromRealOperations(t *testing.T) {
 		_, _ = c.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28})
 		_ = c.Close()
 	})
-	hold := make(chan struct{})
-	silent := tcpServer(t, func(c *net.TCPConn) {
-		go func() { <-hold; _ = c.Close() }() // accept, never answer
-	})
-	defer close(hold)
+	silent, received := silentServer(t)
 
 	cases := []struct {
-		name   string
-		method string
-		url    string
-		want   Verdict
+		name    string
+		method  string
+		url     string
+		timeout bool // the request's deadline passes once the server has received it
+		want    Verdict
 	}{
-		{"connection refused", "GET", "http://" + closedPort(t) + "/", Verdict{true, true, catalog.ClassConnRefused}},
-		{"connection reset", "GET", "http://" + reset + "/", Verdict{true, true, catalog.ClassConnReset}},
-		{"dns failure", "GET", "http://stormwatch-test.invalid/", Verdict{true, true, catalog.ClassDNS}},
-		{"untrusted certificate", "GET", untrusted.URL + "/", Verdict{false, true, catalog.ClassTLSCert}},
-		{"tls handshake alert", "GET", "https://" + alert + "/", Verdict{true, true, catalog.ClassTLS}},
-		{"read timeout, idempotent", "GET", "http://" + silent + "/", Verdict{true, true, catalog.ClassTimeout}},
-		{"read timeout, not idempotent", "POST", "http://" + silent + "/", Verdict{false, true, catalog.ClassTimeout}},
+		{"connection refused", "GET", "http://" + closedPort(t) + "/", false, Verdict{true, true, catalog.ClassConnRefused}},
+		{"connection reset", "GET", "http://" + reset + "/", false, Verdict{true, true, catalog.ClassConnReset}},
+		{"dns failure", "GET", "http://stormwatch-test.invalid/", false, Verdict{true, true, catalog.ClassDNS}},
+		{"untrusted certificate", "GET", untrusted.URL + "/", false, Verdict{false, true, catalog.ClassTLSCert}},
+		{"tls handshake alert", "GET", "https://" + alert + "/", false, Verdict{true, true, catalog.ClassTLS}},
+		{"read timeout, idempotent", "GET", "http://" + silent + "/", true, Verdict{true, true, catalog.ClassTimeout}},
+		{"read timeout, not idempotent", "POST", "http://" + silent + "/", true, Verdict{false, true, catalog.ClassTimeout}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			// Only the silent server needs a short client timeout; the others fail on their own, and
-			// a generous bound keeps a TLS handshake on a loaded CI machine from timing out instead.
-			limit := 10 * time.Second
-			if strings.HasPrefix(c.name, "read timeout") {
-				limit = 300 * time.Millisecond
+			ctx := context.Context(context.Background())
+			if c.timeout {
+				dl := newDeadlineCtx()
+				afterReceived(received, dl.expire)
+				ctx = dl
 			}
-			resp, err := get(t, c.method, c.url, limit)
+			resp, err := get(t, ctx, c.method, c.url)
 			require.Error(t, err)
 			req, _ := http.NewRequest(c.method, c.url, nil)
 			assert.Equal(t, c.want, Classify(resp, err, IsIdempotent(req)), "error: %v", err)
@@ -192,29 +250,48 @@ func TestTransportErrorsFromRealOperations(t *testing.T) {
 	}
 }
 
+func TestReadDeadlineOnARealConnection(t *testing.T) {
+	// A read deadline that has already passed when the request is on the wire: the error the
+	// net package reports for a read timeout, without waiting for one.
+	silent, received := silentServer(t)
+	conn, err := net.Dial("tcp", silent)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	<-received
+	require.NoError(t, conn.SetReadDeadline(time.Unix(1, 0)))
+	_, err = conn.Read(make([]byte, 1))
+	require.Error(t, err)
+	assert.Equal(t, Verdict{false, true, catalog.ClassTimeout}, ClassifyError(err, false), "error: %v", err)
+	assert.Equal(t, Verdict{true, true, catalog.ClassTimeout}, ClassifyError(err, true))
+	joined := errors.Join(errors.New("tls: handshake failure"), err)
+	assert.Equal(t, Verdict{false, true, catalog.ClassTimeout}, ClassifyError(joined, false),
+		"a real read timeout wins over text that mentions TLS")
+}
+
 func TestAttemptDeadlineAndCallerCancellation(t *testing.T) {
-	hold := make(chan struct{})
-	silent := tcpServer(t, func(c *net.TCPConn) { go func() { <-hold; _ = c.Close() }() })
-	defer close(hold)
+	silent, received := silentServer(t)
 	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
 
-	// The attempt's own deadline fires: a timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+silent+"/", nil)
+	// The attempt's deadline passes after the request was sent: a timeout.
+	dl := newDeadlineCtx()
+	afterReceived(received, dl.expire)
+	req, _ := http.NewRequestWithContext(dl, "GET", "http://"+silent+"/", nil)
 	_, err := tr.RoundTrip(req)
-	cancel()
 	require.Error(t, err)
-	assert.Equal(t, Verdict{true, true, catalog.ClassTimeout}, Classify(nil, err, true))
+	assert.Equal(t, Verdict{true, true, catalog.ClassTimeout}, Classify(nil, err, true), "error: %v", err)
 	assert.Equal(t, Verdict{false, true, catalog.ClassTimeout}, Classify(nil, err, false))
 
-	// The caller cancels: never retried, not a breaker failure.
-	ctx, cancel = context.WithCancel(context.Background())
+	// The caller cancels while the request is in flight: never retried, not a breaker failure.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	afterReceived(received, cancel)
 	req, _ = http.NewRequestWithContext(ctx, "GET", "http://"+silent+"/", nil)
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 	_, err = tr.RoundTrip(req)
 	require.Error(t, err)
-	assert.Equal(t, Verdict{Class: catalog.ClassCanceled}, Classify(nil, err, true))
+	assert.Equal(t, Verdict{Class: catalog.ClassCanceled}, Classify(nil, err, true), "error: %v", err)
 }
 
 type fakeRejection struct{ name string }

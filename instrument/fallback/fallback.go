@@ -24,6 +24,11 @@
 // chain, context.DeadlineExceeded means timeout and anything else error. Supply Config.Classify
 // to decide differently.
 //
+// Two kinds of error are never a fallback cause, whatever the classifier says: business errors
+// (marked with classify.Business — the caller gets the dependency's answer) and the caller's
+// cancellation (nobody is waiting for a degraded result). The fallback returns them as they are
+// and counts nothing.
+//
 // Counts are read with [Fallback.Snapshot], indexed by catalog.Cause.
 //
 // [bulkhead.FullError]: https://pkg.go.dev/github.com/stormwatch-go/stormwatch/instrument/bulkhead#FullError
@@ -38,6 +43,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -164,15 +170,22 @@ func (f *Fallback) Handles(cause catalog.Cause) bool {
 
 // Decide classifies a call's error and reports whether the fallback should run for it; when it
 // should, it counts the invocation and emits a Fallback event, so call it only when you will run
-// the fallback if ok. It returns ok == false for a nil err, for a cause the fallback is not
-// configured for (cause then says which), and when ctx was cancelled (the caller has gone; nobody
-// would see a degraded result). cause is meaningless for a nil err or a cancelled ctx. An ended
-// deadline does not prevent the fallback: a degraded answer within the deadline's aftermath is
-// its purpose.
+// the fallback if ok. It returns ok == false, whatever Config.Classify says, for:
+//
+//   - a nil err;
+//   - a business error, marked with classify.Business: the dependency answered, and the caller
+//     receives its answer, never a degraded substitute;
+//   - the caller's cancellation — ctx cancelled, or context.Canceled in err: the caller has
+//     gone, nobody would see a degraded result, and cancellation is never a failure.
+//
+// It also returns ok == false for a cause the fallback is not configured for (cause then says
+// which); cause is meaningless in the other cases. An ended deadline does not prevent the
+// fallback: a degraded answer within the deadline's aftermath is its purpose.
 //
 // [Call] and [Fallback.Do] use it; call it directly to build your own composition.
 func (f *Fallback) Decide(ctx context.Context, err error) (cause catalog.Cause, ok bool) {
-	if err == nil || errors.Is(ctx.Err(), context.Canceled) {
+	if err == nil || errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled) ||
+		classify.IsBusiness(err) {
 		return catalog.CauseError, false
 	}
 	cause = f.classify(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -177,6 +178,27 @@ func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
 			want:    result{v: "partial", err: context.Canceled},
 		},
 		{
+			name:    "business error: the caller gets the answer",
+			callErr: classify.Business(plain),
+			want:    result{v: "partial", err: classify.Business(plain)},
+		},
+		{
+			name:    "business error wrapped",
+			callErr: fmt.Errorf("pay: %w", classify.Business(plain)),
+			want:    result{v: "partial", err: fmt.Errorf("pay: %w", classify.Business(plain))},
+		},
+		{
+			name:    "business error behind a rejection's cause",
+			on:      []catalog.Cause{catalog.CauseError},
+			callErr: errors.Join(openError{}, classify.Business(plain)),
+			want:    result{v: "partial", err: errors.Join(openError{}, classify.Business(plain))},
+		},
+		{
+			name:    "the call reports the caller's cancellation: not a fallback cause",
+			callErr: fmt.Errorf("query: %w", context.Canceled),
+			want:    result{v: "partial", err: fmt.Errorf("query: %w", context.Canceled)},
+		},
+		{
 			name: "caller's deadline passed: degraded answer",
 			ctx: func() (context.Context, context.CancelFunc) {
 				return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
@@ -290,6 +312,10 @@ func TestCustomClassify(t *testing.T) {
 	assert.Equal(t, catalog.CauseError, cause, "an invalid cause counts as error")
 	_, ok = f.Decide(context.Background(), nil)
 	assert.False(t, ok, "nil errors have no fallback")
+	_, ok = f.Decide(context.Background(), classify.Business(errStale))
+	assert.False(t, ok, "a business error is never a fallback cause, whatever the classifier says")
+	_, ok = f.Decide(context.Background(), fmt.Errorf("x: %w", context.Canceled))
+	assert.False(t, ok, "nor is the caller's cancellation")
 	assert.Equal(t, Snapshot{Calls: [catalog.NumCauses]uint64{catalog.CauseTimeout: 1, catalog.CauseError: 1}}, f.Snapshot())
 }
 

@@ -1,6 +1,8 @@
 package httpx_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,4 +82,43 @@ func ExampleMiddleware() {
 	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/checkout", nil))
 	fmt.Println(rec.Code, rec.Header().Get(httpx.RetryDisabledHeader))
 	// Output: 502 true
+}
+
+// Retrying requests with package retry directly, without the Transport: RetryHooks classifies
+// each response (status, Retry-After, the request's idempotency), drains and closes the responses
+// the retry drops, and hands back the last response — even a final 503 — for the caller to read
+// and close.
+func ExampleRetryHooks() {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0") // clamped to the retry's 0.5 s minimum
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "quote: 42")
+	}))
+	defer srv.Close()
+
+	r, _ := retry.New("quotes-api", retry.Config{})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/quote?session=abc", nil)
+	resp, err := retry.CallWith(req.Context(), r, func(ctx context.Context) (*http.Response, error) {
+		// ctx is the attempt context: the caller's, bounded by AttemptTimeout.
+		return srv.Client().Do(req.WithContext(ctx))
+	}, httpx.RetryHooks(req))
+	var he *httpx.Error
+	if errors.As(err, &he) && resp != nil {
+		err = nil // attempts exhausted: like a RoundTripper, hand the last response over as is
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body), n.Load())
+	fmt.Println(httpx.RetryHooks(req).Endpoint == "GET "+srv.Listener.Addr().String()+"/v1/quote")
+	// Output:
+	// 200 quote: 42 2
+	// true
 }

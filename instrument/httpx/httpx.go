@@ -1,7 +1,7 @@
 // Package httpx applies stormwatch's pipeline to outbound HTTP: an [http.RoundTripper] that
 // sends every request through the retry, circuit breaker, bulkhead, timeout and fallback of its
-// dependency (SPEC §6), and a server-side middleware that tells upstream callers not to retry
-// when this service has already retried (the do-not-retry signal, RT-23).
+// dependency, and a server-side middleware that tells upstream callers not to retry when this
+// service has already retried (the do-not-retry signal).
 //
 //	reg, _ := instrument.NewRegistry()
 //	tr, err := httpx.NewTransport(http.DefaultTransport, httpx.WithRegistry(reg),
@@ -33,17 +33,25 @@
 //     cannot be rewound is not retried.
 //   - The responses of discarded attempts are drained (up to 64 KiB) and closed. The returned
 //     response's body stays readable under the attempt's deadline until it is closed.
-//   - Retry-After on 429 and 503 sets the delay; a response with "Retry-Disabled: true" is not
-//     retried.
+//   - Retry-After on 429 and 503 sets the delay (clamped to the retry's RetryAfter bounds); a
+//     response with "Retry-Disabled: true" is not retried.
 //   - X-Request-Timeout-Ms carries the time left before the attempt's deadline; a request whose
 //     deadline has passed is not sent ([ErrDeadlineExpired]).
 //   - Retry log events go to the registry's hub (attach package retrylog to it); the endpoint is
-//     the method, host and path — never the query string or userinfo.
+//     the method, host and path — never the query string or userinfo ([Endpoint]).
+//
+// # Retrying HTTP without the Transport
+//
+// The Transport is package retry's HTTP adapter; its parts serve code that calls retry.CallWith
+// (or a pipeline) itself. [Result] turns an attempt's response and error into an [*Error], which
+// carries what the retry needs to know — the status, Retry-After, the request's idempotency, the
+// do-not-retry signal — and [RetryHooks] gives retry.CallWith the hooks that drain dropped
+// responses and keep the returned body readable.
 //
 // # The do-not-retry signal (server side)
 //
 // A service that retries its dependency should not have its own callers retry it too: with
-// three layers retrying three times, the bottom dependency receives 27 requests (AMP-03).
+// three layers retrying three times, the bottom dependency receives 27 requests.
 // [Middleware] wraps a server's handler and puts a flag in each request's context. A Transport
 // that sends a downstream request with that context (or one derived from it) raises the flag
 // when its retries of the call were exhausted, when the retry budget refused a retry, or when
@@ -57,7 +65,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -68,6 +75,7 @@ import (
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
@@ -77,15 +85,15 @@ import (
 
 // Header names used by the transport.
 const (
-	// TimeoutHeader carries the milliseconds left before the attempt's deadline (TO-10).
+	// TimeoutHeader carries the milliseconds left before the attempt's deadline.
 	TimeoutHeader = "X-Request-Timeout-Ms"
-	// IdempotencyKeyHeader makes a POST or PATCH idempotent, and so retryable (IK-03).
+	// IdempotencyKeyHeader makes a POST or PATCH idempotent, and so retryable.
 	IdempotencyKeyHeader = "Idempotency-Key"
 	// FallbackHeader marks a response produced by the fallback function; its value is the cause.
 	FallbackHeader = "X-Stormwatch-Fallback"
-	// RetryDisabledHeader is the do-not-retry signal (RT-23): a response carrying
+	// RetryDisabledHeader is the do-not-retry signal: a response carrying
 	// "Retry-Disabled: true" is not retried, and [Middleware] sets it.
-	RetryDisabledHeader = retry.DoNotRetryHeader
+	RetryDisabledHeader = "Retry-Disabled"
 )
 
 // ErrDeadlineExpired is returned (wrapped; it also matches context.DeadlineExceeded) when a
@@ -155,7 +163,7 @@ func WithEndpoint(endpoint func(*http.Request) string) Option {
 		if endpoint == nil {
 			return errors.New("httpx: WithEndpoint(nil): endpoint function must not be nil")
 		}
-		t.endpoint = func(r *http.Request) string { return retry.SanitizeEndpoint(endpoint(r)) }
+		t.endpoint = func(r *http.Request) string { return SanitizeEndpoint(endpoint(r)) }
 		return nil
 	}
 }
@@ -167,7 +175,7 @@ func WithEndpoint(endpoint func(*http.Request) string) Option {
 func WithIdempotencyKeys(gen func() string) Option {
 	return func(t *Transport) error {
 		if gen == nil {
-			gen = retry.NewCorrelationID
+			gen = events.NewCorrelationID
 		}
 		t.genKey = gen
 		return nil
@@ -246,7 +254,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 		base:          base,
 		cfg:           DefaultPipeline(),
 		key:           hostKey,
-		endpoint:      retry.Endpoint,
+		endpoint:      Endpoint,
 		timeoutHeader: TimeoutHeader,
 		rdHeader:      RetryDisabledHeader,
 	}
@@ -284,7 +292,9 @@ func (t *Transport) Pipeline(key string) (*instrument.Pipeline, error) {
 	if p, ok := t.pipelines.Load(key); ok {
 		return p.(*instrument.Pipeline), nil
 	}
-	p, err := t.reg.Pipeline(key, t.cfg)
+	// Keys come from traffic (host names, user key functions): sanitise them into valid names
+	// rather than fail the request; the cache stays keyed by the raw key.
+	p, err := t.reg.Pipeline(instrument.SanitizeName(key), t.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +334,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer s.closeUnsentBody()
 	key := t.key(req)
 	if key == "" {
-		return nil, fmt.Errorf("httpx: the key function returned an empty name for %s", retry.Endpoint(req))
+		return nil, fmt.Errorf("httpx: the key function returned an empty name for %s", Endpoint(req))
 	}
 	p, err := t.Pipeline(key)
 	if err != nil {
@@ -339,7 +349,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.rewindable = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	h := instrument.Hooks[*http.Response]{
 		Check:   s.check,
-		Discard: retry.DiscardResponse,
+		Discard: DiscardResponse,
 		Status:  responseStatus,
 		Retain:  retain,
 	}
@@ -363,7 +373,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if err == nil {
-		return nil, fmt.Errorf("httpx: %s: the transport returned neither a response nor an error", retry.Endpoint(req))
+		return nil, fmt.Errorf("httpx: %s: the transport returned neither a response nor an error", Endpoint(req))
 	}
 	if s.bodyBlocked {
 		return nil, fmt.Errorf("%w (not retried: the request body cannot be rewound; set Request.GetBody)", err)
@@ -405,7 +415,7 @@ func (s *call) attempt(actx context.Context) (*http.Response, error) {
 			if ar.Body != nil && ar.Body != s.req.Body {
 				_ = ar.Body.Close()
 			}
-			return nil, &expiredError{endpoint: retry.Endpoint(s.req)}
+			return nil, &expiredError{endpoint: Endpoint(s.req)}
 		}
 		if s.t.timeoutHeader != "" {
 			ar.Header = s.req.Header.Clone() // attempts may still be reading the previous map
@@ -424,33 +434,26 @@ func (s *call) attempt(actx context.Context) (*http.Response, error) {
 // check turns an attempt's response and error into the error the pipeline's layers see, and
 // stops retries that would be unsafe.
 func (s *call) check(resp *http.Response, err error) error {
-	e := retry.HTTPResult(s.req, resp, err)
+	e := newError(s.req, resp, err, s.t.rdHeader)
 	if e == nil {
 		return nil
 	}
-	he, ok := e.(*retry.HTTPError)
-	if !ok {
+	if e.signalled {
+		s.downstreamDisabled = true
 		return e
 	}
-	if resp != nil && s.t.rdHeader != RetryDisabledHeader &&
-		strings.EqualFold(strings.TrimSpace(resp.Header.Get(s.t.rdHeader)), "true") {
-		he.RetryDisabled = true
-	}
-	if he.RetryDisabled {
-		s.downstreamDisabled = true
-	}
-	if he.RetryDisabled || !classify.Classify(resp, err, he.Idempotent).Retryable {
-		return he
+	if !classify.Classify(resp, err, e.idempotent).Retryable {
+		return e
 	}
 	switch {
 	case !s.idempotent && !notSent(err):
 		// A POST without an idempotency key may have been processed: never repeat it.
-		he.RetryDisabled = true
+		e.unsafe = true
 	case !s.rewindable:
-		he.RetryDisabled = true
+		e.unsafe = true
 		s.bodyBlocked = resp == nil
 	}
-	return he
+	return e
 }
 
 // notSent reports whether err proves the request never reached the server.
@@ -527,44 +530,6 @@ func FromFallback(resp *http.Response) (catalog.Cause, bool) {
 		}
 	}
 	return catalog.CauseError, v != ""
-}
-
-func responseStatus(resp *http.Response) int {
-	if resp == nil {
-		return 0
-	}
-	return resp.StatusCode
-}
-
-// retain keeps the attempt's context alive while the returned body is read: closing the body,
-// or reading it to the end, releases it.
-func retain(resp *http.Response, release func()) *http.Response {
-	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
-		release()
-		return resp
-	}
-	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
-	return resp
-}
-
-type releasingBody struct {
-	io.ReadCloser
-	release func()
-	once    sync.Once
-}
-
-func (b *releasingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.once.Do(b.release)
-	}
-	return n, err
-}
-
-func (b *releasingBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
-	return err
 }
 
 func validHeaderName(name string) bool {

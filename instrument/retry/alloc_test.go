@@ -30,3 +30,23 @@ func BenchmarkDoFirstAttemptSuccess(b *testing.B) {
 		_ = r.Do(ctx, fn)
 	}
 }
+
+// BenchmarkDoRetriedOnce is the failure path: a first attempt that fails (a 503 carrying the
+// adapter hints), one retry without delay, success.
+func BenchmarkDoRetriedOnce(b *testing.B) {
+	r, _ := New("bench", Config{Backoff: Backoff{Strategy: None}, Budget: BudgetConfig{Disabled: true}})
+	ctx := context.Background()
+	unavailable := &adapterErr{status: 503, idempotent: true}
+	n := 0
+	fn := func(context.Context) error {
+		n++
+		if n%2 == 1 {
+			return unavailable
+		}
+		return nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Do(ctx, fn)
+	}
+}

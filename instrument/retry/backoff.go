@@ -9,7 +9,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
-// Strategy names a backoff strategy (BO-01..BO-09).
+// Strategy names a backoff strategy.
 type Strategy string
 
 // The backoff strategies. n is the retry number (n ≥ 1: the first retry is n = 1) and
@@ -31,10 +31,10 @@ const (
 	Randomized Strategy = "randomized"
 )
 
-// Strategies lists every strategy.
-var Strategies = []Strategy{None, Constant, Exponential, FullJitter, EqualJitter, DecorrelatedJitter, Randomized}
+// strategies lists every strategy.
+var strategies = []Strategy{None, Constant, Exponential, FullJitter, EqualJitter, DecorrelatedJitter, Randomized}
 
-// Backoff defaults.
+// Defaults of a zero Backoff.
 const (
 	DefaultBase       = 100 * time.Millisecond
 	DefaultMultiplier = 2.0
@@ -42,12 +42,12 @@ const (
 	DefaultFactor     = 0.5
 )
 
-// Backoff configures how long to wait before a retry when the response sets no Retry-After.
+// Backoff configures how long to wait before a retry when the server asks for no delay.
 // Zero fields take their defaults: strategy full_jitter, base 100 ms, multiplier 2, cap 10 s,
 // factor 0.5.
 //
 // Every strategy applies the cap last — after the jitter — so the cap is a true ceiling; the retry
-// then clamps the delay to the time remaining before its deadline (BO-17).
+// then clamps the delay to the time remaining before its deadline.
 type Backoff struct {
 	Strategy   Strategy
 	Base       time.Duration // first delay (constant: every delay)
@@ -68,12 +68,12 @@ func (b Backoff) withDefaults() Backoff {
 func (b Backoff) validate() error {
 	b = b.withDefaults()
 	known := false
-	for _, s := range Strategies {
+	for _, s := range strategies {
 		known = known || s == b.Strategy
 	}
 	switch {
 	case !known:
-		return &ConfigError{Field: "Backoff.Strategy", Value: string(b.Strategy), Reason: fmt.Sprintf("unknown (want one of %v)", Strategies)}
+		return &ConfigError{Field: "Backoff.Strategy", Value: string(b.Strategy), Reason: fmt.Sprintf("unknown (want one of %v)", strategies)}
 	case b.Base < 0:
 		return &ConfigError{Field: "Backoff.Base", Value: b.Base, Reason: "must not be negative"}
 	case math.IsNaN(b.Multiplier) || b.Multiplier < 1 || math.IsInf(b.Multiplier, 0):

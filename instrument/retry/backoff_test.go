@@ -3,7 +3,6 @@ package retry
 import (
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"testing"
 	"time"
 
@@ -44,7 +43,7 @@ func formula(s Strategy, n int, prev, u float64) float64 {
 var testBackoff = Backoff{Base: 100 * time.Millisecond, Multiplier: 2, Cap: 2 * time.Second, Factor: 0.5}
 
 func TestBackoffFirstEightDelaysMatchFormula(t *testing.T) {
-	for _, s := range Strategies {
+	for _, s := range strategies {
 		t.Run(string(s), func(t *testing.T) {
 			b := testBackoff
 			b.Strategy = s
@@ -158,41 +157,6 @@ func TestBackoffDefaultsAndValidation(t *testing.T) {
 	assert.EqualError(t, err, `retry "x": Backoff.Multiplier = NaN: must be a finite number ≥ 1`)
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	cases := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"30", 30 * time.Second, true},
-		{"30.0", 30 * time.Second, true},
-		{" 30", 30 * time.Second, true},
-		{"30 ", 30 * time.Second, true},
-		{"1.5", 1500 * time.Millisecond, true},
-		{"0", 0, true},
-		{"86400", 86400 * time.Second, true},
-		{"-1", 0, false},
-		{"abc", 0, false},
-		{"", 0, false},
-		{"   ", 0, false},
-		{"1e3", 0, false},
-		{"+5", 0, false},
-		{"1.2.3", 0, false},
-		{".", 0, false},
-		{"NaN", 0, false},
-		{"99999999999999999999999", maxSeconds * time.Second, true},
-		{now.Add(45 * time.Second).Format(http.TimeFormat), 45 * time.Second, true},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
-		{now.Add(90 * time.Second).Format(time.RFC850), 90 * time.Second, true},
-	}
-	for _, c := range cases {
-		got, ok := ParseRetryAfter(c.in, now)
-		assert.Equal(t, c.ok, ok, "%q", c.in)
-		assert.Equal(t, c.want, got, "%q", c.in)
-	}
-}
-
 type fixedRand float64
 
 func (f fixedRand) Float64() float64 { return float64(f) }
@@ -200,17 +164,19 @@ func (f fixedRand) Float64() float64 { return float64(f) }
 func TestRetryAfterDelayClampAndJitter(t *testing.T) {
 	c := RetryAfterConfig{}
 	s := time.Second
-	assert.Equal(t, 30*s, c.Delay(30*s, fixedRand(0)))
-	assert.Equal(t, 60*s, c.Delay(86400*s, fixedRand(0)), "clamped to the maximum")
-	assert.Equal(t, 500*time.Millisecond, c.Delay(0, fixedRand(0)), "clamped to the minimum")
-	assert.Equal(t, 36*s, c.Delay(30*s, fixedRand(1)), "+20% jitter")
-	assert.Equal(t, 60*s, c.Delay(55*s, fixedRand(1)), "jitter stays inside the clamp")
-	assert.Equal(t, 60*s, c.Delay(86400*s, fixedRand(0.999)))
+	assert.Equal(t, 30*s, c.delay(30*s, fixedRand(0)))
+	assert.Equal(t, 60*s, c.delay(86400*s, fixedRand(0)), "clamped to the maximum")
+	assert.Equal(t, 500*time.Millisecond, c.delay(0, fixedRand(0)), "clamped to the minimum")
+	assert.Equal(t, 36*s, c.delay(30*s, fixedRand(1)), "+20% jitter")
+	assert.Equal(t, 60*s, c.delay(55*s, fixedRand(1)), "jitter stays inside the clamp")
+	assert.Equal(t, 60*s, c.delay(86400*s, fixedRand(0.999)))
+	assert.Equal(t, 60*s, c.delay(math.MaxInt64, fixedRand(0.5)), "the longest wait there is")
+	assert.Equal(t, 500*time.Millisecond, c.delay(-time.Hour, fixedRand(0)), "a negative wait waits Min")
 
 	rng := seeded()
 	for _, w := range []time.Duration{0, 100 * time.Millisecond, 30 * s, 55 * s, 86400 * s} {
 		for range 10_000 {
-			d := c.Delay(w, rng)
+			d := c.delay(w, rng)
 			require.GreaterOrEqual(t, d, 500*time.Millisecond)
 			require.LessOrEqual(t, d, 60*s)
 			require.GreaterOrEqual(t, d, min(max(w, 500*time.Millisecond), 60*s))
@@ -232,24 +198,4 @@ func TestRetryAfterDelayClampAndJitter(t *testing.T) {
 		_, err := New("x", cfg)
 		requireConfigError(t, err, "x", b.field, b.value)
 	}
-}
-
-func FuzzParseRetryAfter(f *testing.F) {
-	for _, s := range []string{"30", "30.0", " 30", "-1", "abc", "0", "86400", "Sun, 06 Nov 1994 08:49:37 GMT", "1e3", "."} {
-		f.Add(s)
-	}
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := ParseRetryAfter(s, now)
-		if !ok && d != 0 {
-			t.Fatalf("%q: invalid but %v", s, d)
-		}
-		if d < 0 {
-			t.Fatalf("%q: negative %v", s, d)
-		}
-		got := RetryAfterConfig{}.Delay(d, fixedRand(0.5))
-		if got < DefaultMinRetryAfter || got > DefaultMaxRetryAfter {
-			t.Fatalf("%q: delay %v outside the clamp", s, got)
-		}
-	})
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
-// Budget defaults (BU-02, BU-04, BU-05).
+// Defaults of a zero BudgetConfig.
 const (
 	DefaultBudgetRatio         = 0.1
 	DefaultBudgetCapacity      = 100
@@ -22,12 +22,13 @@ const (
 // maxBudgetCapacity bounds the token store (one timestamp per token).
 const maxBudgetCapacity = 1 << 20
 
-// BudgetConfig configures a retry budget: a token bucket that caps retries at a fraction of the
-// traffic (BU-01..BU-08). Every first attempt deposits Ratio of a token — with integer accounting,
-// one whole token per round(1/Ratio) first attempts, so 100 first attempts at ratio 0.1 fund
-// exactly 10 retries (BU-03). A retry takes one token; with none left it may still run under the
-// floor of MinRetriesPerSecond, else it is denied (outcome budget_exhausted). Tokens older than
-// DecayWindow expire, so savings from a healthy hour cannot fund a storm (BU-04).
+// BudgetConfig configures a retry's budget: a token bucket that caps retries at a fraction of
+// the traffic. Every first attempt deposits Ratio of a token — with integer accounting, one whole
+// token per round(1/Ratio) first attempts, so 100 first attempts at ratio 0.1 fund exactly 10
+// retries. A retry takes one token; with none left it may still run under the floor of
+// MinRetriesPerSecond, else it is denied (outcome budget_exhausted). Tokens older than
+// DecayWindow expire, so savings from a healthy hour cannot fund a storm. A registry shares a
+// retry — and so its budget — by name, so the budget is per dependency.
 //
 // Zero fields take their defaults: Ratio 0.1, Capacity 100, MinRetriesPerSecond 1, DecayWindow
 // 10 s. A new budget holds no tokens.
@@ -81,10 +82,10 @@ func (c BudgetConfig) validate() error {
 	return nil
 }
 
-// Budget is a retry budget (see [BudgetConfig]). A Retry owns one; a registry shares it by
-// name, because it shares the Retry. It is safe for concurrent use: a first attempt costs one
-// atomic add (and, once per round(1/Ratio) calls, a short lock to store a token).
-type Budget struct {
+// budget is a retry budget (see [BudgetConfig]); a Retry owns one, and its Snapshot reports the
+// tokens and denials. It is safe for concurrent use: a first attempt costs one atomic add (and,
+// once per round(1/Ratio) calls, a short lock to store a token).
+type budget struct {
 	perToken uint64 // first attempts per token: round(1/Ratio)
 	capacity int
 	floor    int
@@ -101,18 +102,14 @@ type Budget struct {
 	floorUsed int
 }
 
-// NewBudget returns an empty budget. A nil clock means the wall clock. An invalid field is a
-// [*ConfigError].
-func NewBudget(cfg BudgetConfig, clk clock.Clock) (*Budget, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, named("", err)
-	}
+// newBudget returns an empty budget for a validated configuration.
+func newBudget(cfg BudgetConfig, clk clock.Clock) *budget {
 	cfg = cfg.withDefaults()
 	per := uint64(math.Round(1 / cfg.Ratio))
 	if per < 1 {
 		per = 1
 	}
-	return &Budget{
+	return &budget{
 		perToken: per,
 		capacity: cfg.Capacity,
 		floor:    cfg.MinRetriesPerSecond,
@@ -120,11 +117,11 @@ func NewBudget(cfg BudgetConfig, clk clock.Clock) (*Budget, error) {
 		clk:      clock.Or(clk),
 		tokens:   make([]int64, cfg.Capacity),
 		floorSec: math.MinInt64,
-	}, nil
+	}
 }
 
-// Deposit records one first attempt. Every round(1/Ratio)-th deposit adds a token.
-func (b *Budget) Deposit() {
+// deposit records one first attempt. Every round(1/Ratio)-th deposit adds a token.
+func (b *budget) deposit() {
 	if b.credits.Add(1)%b.perToken != 0 {
 		return
 	}
@@ -143,9 +140,9 @@ func (b *Budget) Deposit() {
 	b.mu.Unlock()
 }
 
-// TryRetry takes a token for one retry, or a slot of the per-second floor when no token is left.
+// tryRetry takes a token for one retry, or a slot of the per-second floor when no token is left.
 // It reports false — and counts a denial — when neither is available.
-func (b *Budget) TryRetry() bool {
+func (b *budget) tryRetry() bool {
 	now := b.clk.Now()
 	ns := now.UnixNano()
 	b.mu.Lock()
@@ -171,8 +168,8 @@ func (b *Budget) TryRetry() bool {
 	return false
 }
 
-// Tokens returns the number of tokens available now. It does not change the budget.
-func (b *Budget) Tokens() int {
+// available returns the number of tokens available now. It does not change the budget.
+func (b *budget) available() int {
 	now := b.clk.Now().UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -186,22 +183,22 @@ func (b *Budget) Tokens() int {
 	return live
 }
 
-// Denied returns how many retries the budget has refused.
-func (b *Budget) Denied() uint64 { return b.denied.Load() }
+// refused returns how many retries the budget has refused.
+func (b *budget) refused() uint64 { return b.denied.Load() }
 
-func (b *Budget) expired(at, now int64) bool {
+func (b *budget) expired(at, now int64) bool {
 	return b.window > 0 && now-at >= int64(b.window)
 }
 
 // expire drops tokens older than the window. Called with mu held.
-func (b *Budget) expire(now int64) {
+func (b *budget) expire(now int64) {
 	for b.n > 0 && b.expired(b.tokens[b.head], now) {
 		b.pop()
 	}
 }
 
 // pop removes the oldest token. Called with mu held and n > 0.
-func (b *Budget) pop() {
+func (b *budget) pop() {
 	b.head = (b.head + 1) % b.capacity
 	b.n--
 }

@@ -13,7 +13,7 @@ import (
 const DefaultMaxAttempts = 3
 
 // Config configures a [Retry]. The zero Config is the default configuration: 3 attempts,
-// full-jitter backoff (100 ms ×2, cap 10 s), Retry-After honoured within [0.5 s, 60 s] plus up to
+// full-jitter backoff (100 ms ×2, cap 10 s), server-requested delays honoured within [0.5 s, 60 s] plus up to
 // 20% jitter, a budget of 10% with a floor of one retry per second and a 10 s decay, no
 // per-attempt timeout and no MaxDuration, the default classifier, the wall clock and
 // clock.Global as the jitter source. Every zero field takes its documented default; a negative
@@ -30,23 +30,26 @@ type Config struct {
 	MaxDuration time.Duration
 	// MinAttemptTime is the least time an attempt needs to be useful: a retry is given up
 	// (outcome gave_up) when the time left before the deadline is less than the next delay plus
-	// MinAttemptTime (RT-07). 0 means AttemptTimeout when set, else 10% of the time left.
+	// MinAttemptTime. 0 means AttemptTimeout when set, else 10% of the time left.
 	MinAttemptTime time.Duration
-	// Backoff sets the delays when no Retry-After applies. Default: full jitter, 100 ms ×2, cap 10 s.
+	// Backoff sets the delays when the server asks for none. Default: full jitter, 100 ms ×2,
+	// cap 10 s.
 	Backoff Backoff
-	// RetryAfter configures how Retry-After headers of 429 and 503 responses set the delay.
+	// RetryAfter configures how a delay the server asks for ([RetryAfterHint]: HTTP's
+	// Retry-After, gRPC's pushback) sets the delay.
 	RetryAfter RetryAfterConfig
 	// Idempotent says the operation may run more than once safely. It gates retrying timeouts
-	// after the request was sent and 504s for calls that do not report their own idempotency
-	// (an [HTTPError] carries the request's).
+	// after the request was sent (and HTTP 504s) for attempts whose error does not report its own
+	// idempotency ([IdempotentHint]; httpx's errors carry the request's).
 	Idempotent bool
 	// Classify overrides the error classifier (default [classify.ClassifyError]). It is not
 	// consulted for stormwatch's own rejections and the caller's cancellation.
 	Classify func(err error, idempotent bool) classify.Verdict
 	// RetryIf, when set, decides whether a failed attempt may be retried, given its error and
 	// verdict (return v.Retryable to keep the default). It cannot override the rules that never
-	// retry: the caller's cancellation, stormwatch's rejections, a response carrying the
-	// do-not-retry signal (DoNotRetryHeader), exhausted attempts, the deadline and the budget.
+	// retry: the caller's cancellation, stormwatch's rejections, an error carrying the
+	// do-not-retry signal ([DoNotRetryHint]), a business error (classify.Business), exhausted
+	// attempts, the deadline and the budget.
 	RetryIf func(err error, v classify.Verdict) bool
 	// Budget configures the retry budget (on by default).
 	Budget BudgetConfig

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
@@ -58,55 +57,67 @@ func Example_exhausted() {
 	// 3 attempt 1: unavailable gave_up
 }
 
-// How an HTTP middleware retries a request: CallWith with HTTPHooks classifies each response
-// (status, Retry-After, the request's idempotency), drains and closes the responses it drops, and
-// hands back the last response — even a final 503 — for the caller to read and close.
-func ExampleCallWith() {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 1 {
-			w.Header().Set("Retry-After", "0") // clamped to the 0.5 s minimum
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "quote: 42")
-	}))
-	defer srv.Close()
-
-	r, _ := retry.New("quotes-api", retry.Config{})
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/quote?session=abc", nil)
-	resp, err := retry.CallWith(req.Context(), r, func(ctx context.Context) (*http.Response, error) {
-		// ctx is the attempt context: the caller's, bounded by AttemptTimeout.
-		return srv.Client().Do(req.WithContext(ctx))
-	}, retry.HTTPHooks(req))
-	var he *retry.HTTPError
-	if errors.As(err, &he) && resp != nil {
-		err = nil // attempts exhausted: a RoundTripper returns the last response as is
-	}
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	fmt.Println(resp.StatusCode, string(body), n.Load())
-	fmt.Println(retry.HTTPHooks(req).Endpoint[:4])
-	// Output:
-	// 200 quote: 42 2
-	// GET
+// rpcError is the error of a made-up RPC protocol's adapter. It carries what the protocol knows
+// to the retry through the hint interfaces, the way package httpx's Error carries Retry-After and
+// a gRPC adapter carries grpc-retry-pushback-ms.
+type rpcError struct {
+	code        string        // "UNAVAILABLE", "INVALID_ARGUMENT", …
+	pushback    time.Duration // the delay the server asked for; negative: do not retry
+	hasPushback bool
 }
 
-func ExampleParseRetryAfter() {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, v := range []string{"30", " 2.5", "-1", "Mon, 30 Nov 2026 12:01:00 GMT"} {
-		d, ok := retry.ParseRetryAfter(v, now)
-		fmt.Println(d, ok)
+func (e *rpcError) Error() string { return "rpc: " + e.code }
+
+// RetryAfter makes rpcError a retry.RetryAfterHint.
+func (e *rpcError) RetryAfter(time.Time) (time.Duration, bool) {
+	return e.pushback, e.hasPushback && e.pushback >= 0
+}
+
+// DoNotRetry makes rpcError a retry.DoNotRetryHint: a negative pushback says that the server's
+// own retries are exhausted.
+func (e *rpcError) DoNotRetry() bool { return e.hasPushback && e.pushback < 0 }
+
+// A protocol adapter talks to the retry through its errors: the pushback sets the delay (delay
+// source retry_after), a negative one stops the retries, and Config.Classify maps the protocol's
+// codes to failure classes.
+func Example_protocolAdapter() {
+	cfg := retry.Config{MaxAttempts: 5}
+	cfg.Backoff = retry.Backoff{Strategy: retry.Constant, Base: time.Millisecond}
+	cfg.RetryAfter = retry.RetryAfterConfig{Min: time.Millisecond, Max: 10 * time.Millisecond}
+	cfg.Budget.Disabled = true
+	cfg.Classify = func(err error, idempotent bool) classify.Verdict {
+		var e *rpcError
+		switch {
+		case !errors.As(err, &e):
+			return classify.ClassifyError(err, idempotent)
+		case e.code == "UNAVAILABLE":
+			return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassGRPCUnavailable}
+		}
+		return classify.Verdict{Class: catalog.ClassGRPCPermanent}
 	}
+	cfg.Events = new(events.Hub)
+	cfg.Events.Retries.Add(func(e events.Retry) {
+		if e.HasDelay() {
+			fmt.Println(e.Attempt, e.ErrorClass, e.Outcome, "after", e.DelaySource)
+			return
+		}
+		fmt.Println(e.Attempt, e.ErrorClass, e.Outcome)
+	})
+	r, _ := retry.New("ledger-rpc", cfg)
+
+	replies := []error{
+		&rpcError{code: "UNAVAILABLE", pushback: 2 * time.Millisecond, hasPushback: true},
+		&rpcError{code: "UNAVAILABLE"},
+		&rpcError{code: "UNAVAILABLE", pushback: -1, hasPushback: true},
+	}
+	n := 0
+	err := r.Do(context.Background(), func(context.Context) error { n++; return replies[n-1] })
+	fmt.Println(err)
 	// Output:
-	// 30s true
-	// 2.5s true
-	// 0s false
-	// 1m0s true
+	// 1 grpc_unavailable retrying after retry_after
+	// 2 grpc_unavailable retrying after backoff
+	// 3 grpc_unavailable gave_up
+	// retry "ledger-rpc": gave up after 3 attempts: rpc: UNAVAILABLE
 }
 
 func ExampleBackoff_Delay() {

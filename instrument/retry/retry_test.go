@@ -5,17 +5,15 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
+	"go/build"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,6 +114,57 @@ func (f *fixture) do(ctx context.Context, fn func(context.Context) error) (err e
 	return err
 }
 
+// adapterErr is an attempt error carrying every retry hint, the way a protocol adapter's error
+// does (package httpx's Error is the real one).
+type adapterErr struct {
+	status     int           // HTTPStatus
+	wait       time.Duration // RetryAfter's answer, when hasWait
+	hasWait    bool          //
+	at         time.Time     // RetryAfter's answer as a point in time, when non-zero
+	idempotent bool          // Idempotent
+	noRetry    bool          // DoNotRetry
+	err        error         // the transport error, if any
+	seenNow    *[]time.Time  // records RetryAfter's now
+}
+
+func (e *adapterErr) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("status %d", e.status)
+}
+func (e *adapterErr) Unwrap() error { return e.err }
+func (e *adapterErr) HTTPStatus() int {
+	if e.err != nil {
+		return 0
+	}
+	return e.status
+}
+func (e *adapterErr) Idempotent() bool { return e.idempotent }
+func (e *adapterErr) DoNotRetry() bool { return e.noRetry }
+func (e *adapterErr) RetryAfter(now time.Time) (time.Duration, bool) {
+	if e.seenNow != nil {
+		*e.seenNow = append(*e.seenNow, now)
+	}
+	if !e.at.IsZero() {
+		return e.at.Sub(now), true
+	}
+	return e.wait, e.hasWait
+}
+
+var (
+	_ RetryAfterHint       = (*adapterErr)(nil)
+	_ DoNotRetryHint       = (*adapterErr)(nil)
+	_ IdempotentHint       = (*adapterErr)(nil)
+	_ classify.StatusError = (*adapterErr)(nil)
+)
+
+// status is an error that reports an HTTP status and nothing else: no idempotency of its own.
+type status int
+
+func (s status) Error() string   { return fmt.Sprintf("status %d", int(s)) }
+func (s status) HTTPStatus() int { return int(s) }
+
 type fakeRejection struct{}
 
 func (fakeRejection) Error() string  { return "circuit breaker payments-api is open" }
@@ -165,7 +214,7 @@ func TestZeroConfigIsTheDefault(t *testing.T) {
 	assert.Equal(t, 3, c.MaxAttempts)
 	assert.Equal(t, Backoff{Strategy: FullJitter, Base: 100 * time.Millisecond, Multiplier: 2, Cap: 10 * time.Second, Factor: 0.5}, c.Backoff)
 	assert.Equal(t, RetryAfterConfig{Min: 500 * time.Millisecond, Max: 60 * time.Second, Jitter: 0.2}, c.RetryAfter)
-	assert.NotNil(t, r.Budget())
+	assert.NotNil(t, r.budget, "the budget is on by default")
 
 	// Three attempts, two waits.
 	f := newFixture(t, nil)
@@ -181,27 +230,15 @@ func TestZeroConfigIsTheDefault(t *testing.T) {
 	assert.Equal(t, 1, calls, "MaxAttempts 1 turns retrying off")
 }
 
-func TestMaxAttemptsAgainstAlways503Server(t *testing.T) {
-	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		requests.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
+func TestMaxAttemptsBoundTheAttempts(t *testing.T) {
 	f := newFixture(t, nil)
-
-	err := f.do(context.Background(), func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		resp, err := srv.Client().Do(req)
-		if res := HTTPResult(req, resp, err); res != nil {
-			DiscardResponse(resp)
-			return res
-		}
-		DiscardResponse(resp)
-		return nil
+	calls := 0
+	err := f.do(context.Background(), func(context.Context) error {
+		calls++
+		return &adapterErr{status: 503, idempotent: true}
 	})
 	require.Error(t, err)
-	assert.Equal(t, int64(3), requests.Load(), "exactly MaxAttempts requests")
+	assert.Equal(t, 3, calls, "exactly MaxAttempts attempts")
 	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, f.clk.Waits(),
 		"two waits, none after the last attempt")
 	assert.Contains(t, err.Error(), "3 attempts")
@@ -209,18 +246,21 @@ func TestMaxAttemptsAgainstAlways503Server(t *testing.T) {
 	require.ErrorAs(t, err, &rerr)
 	assert.Len(t, rerr.Attempts(), 3)
 	assert.Equal(t, catalog.OutcomeGaveUp, rerr.Outcome())
-	var he *HTTPError
-	require.ErrorAs(t, err, &he)
-	assert.Equal(t, http.StatusServiceUnavailable, he.StatusCode)
-	assert.Same(t, rerr.Last(), rerr.Attempts()[2])
+	var ae *adapterErr
+	require.ErrorAs(t, err, &ae, "the last attempt's error is reachable")
+	assert.Same(t, ae, rerr.Attempts()[2])
 	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeRetrying, catalog.OutcomeGaveUp}, f.rec.outcomes())
+	for _, e := range f.rec.all() {
+		assert.Equal(t, 503, e.HTTPStatus, "the status comes through classify.StatusError")
+		assert.Equal(t, catalog.ClassHTTP5xx, e.ErrorClass)
+	}
 
 	s := f.r.Snapshot()
 	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetryFailedWithRetry: 1}, s.Calls)
 	assert.Equal(t, uint64(2), s.Retries)
 	assert.Equal(t, uint64(3), s.Errors[catalog.ClassHTTP5xx])
-	assert.Equal(t, uint64(2), s.Backoff[0].Count)
-	assert.InDelta(t, 0.3, s.Backoff[0].Sum, 1e-9)
+	assert.Equal(t, uint64(2), s.Backoff[catalog.SourceBackoff].Count)
+	assert.InDelta(t, 0.3, s.Backoff[catalog.SourceBackoff].Sum, 1e-9)
 }
 
 func TestSucceedsAfterRetries(t *testing.T) {
@@ -239,10 +279,10 @@ func TestSucceedsAfterRetries(t *testing.T) {
 	ev := f.rec.all()
 	require.Len(t, ev, 3)
 	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeRetrying, catalog.OutcomeSucceeded}, f.rec.outcomes())
-	id := CorrelationID(ev[0].Context)
+	id := events.CorrelationID(ev[0].Context)
 	assert.Len(t, id, 36, "a correlation id is generated")
 	for i, e := range ev {
-		assert.Equal(t, id, CorrelationID(e.Context), "one id for the logical call")
+		assert.Equal(t, id, events.CorrelationID(e.Context), "one id for the logical call")
 		assert.Equal(t, i+1, e.Attempt)
 		assert.Equal(t, "payments-api", e.Name)
 		assert.Equal(t, 3, e.MaxAttempts)
@@ -253,15 +293,16 @@ func TestSucceedsAfterRetries(t *testing.T) {
 	assert.Equal(t, 100*time.Millisecond, ev[1].Elapsed)
 	assert.Equal(t, 300*time.Millisecond, ev[2].Elapsed)
 	assert.Empty(t, ev[2].ErrorClass)
+	assert.Zero(t, ev[0].HTTPStatus, "an error without a status reports none")
 	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetrySuccessfulWithRetry: 1}, f.r.Snapshot().Calls)
 
 	// A correlation id already in the context is kept, and the attempts see it.
 	f2 := newFixture(t, nil)
 	var seen []string
 	n = 0
-	ctx := WithCorrelationID(context.Background(), "req-7")
+	ctx := events.WithCorrelationID(context.Background(), "req-7")
 	require.NoError(t, f2.do(ctx, func(ctx context.Context) error {
-		seen = append(seen, CorrelationID(ctx))
+		seen = append(seen, events.CorrelationID(ctx))
 		n++
 		if n == 1 {
 			return boom
@@ -269,40 +310,38 @@ func TestSucceedsAfterRetries(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, []string{"req-7", "req-7"}, seen)
-	assert.Equal(t, "req-7", CorrelationID(f2.rec.all()[0].Context))
+	assert.Equal(t, "req-7", events.CorrelationID(f2.rec.all()[0].Context))
+
+	// The generated id reaches the attempts after the first event.
+	f3 := newFixture(t, nil)
+	seen, n = nil, 0
+	require.NoError(t, f3.do(context.Background(), func(ctx context.Context) error {
+		seen = append(seen, events.CorrelationID(ctx))
+		n++
+		if n == 1 {
+			return boom
+		}
+		return nil
+	}))
+	require.Len(t, seen, 2)
+	assert.Empty(t, seen[0], "no event yet, no id")
+	assert.Equal(t, events.CorrelationID(f3.rec.all()[0].Context), seen[1])
 }
 
 func TestNeverRetried(t *testing.T) {
-	hold := make(chan struct{})
-	defer close(hold)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { <-hold; _ = c.Close() }() // never answers
-		}
-	}()
-	silentURL := "http://" + l.Addr().String() + "/orders"
-	tr := &http.Transport{Proxy: nil}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 100 * time.Millisecond}
-
+	readTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	cases := []struct {
-		name  string
-		class catalog.Class
-		fn    func(ctx context.Context, cancel context.CancelFunc) error
-		check func(t *testing.T, err error)
+		name    string
+		class   catalog.Class
+		retryIf bool // a RetryIf that always says yes: these rules hold against it
+		fn      func(ctx context.Context, cancel context.CancelFunc) error
+		check   func(t *testing.T, err error)
 	}{
-		{"caller cancellation", catalog.ClassCanceled, func(ctx context.Context, cancel context.CancelFunc) error {
+		{"caller cancellation", catalog.ClassCanceled, true, func(ctx context.Context, cancel context.CancelFunc) error {
 			cancel()
 			return ctx.Err()
 		}, func(t *testing.T, err error) { assert.ErrorIs(t, err, context.Canceled) }},
-		{"breaker open", catalog.ClassRejected, func(context.Context, context.CancelFunc) error {
+		{"breaker open", catalog.ClassRejected, true, func(context.Context, context.CancelFunc) error {
 			return fmt.Errorf("attempt: %w", fakeRejection{})
 		}, func(t *testing.T, err error) {
 			var rej classify.Rejection
@@ -310,37 +349,34 @@ func TestNeverRetried(t *testing.T) {
 			var rerr *Error
 			assert.False(t, errors.As(err, &rerr), "a single non-retryable attempt is returned as is")
 		}},
-		{"404", catalog.ClassHTTP4xx, func(context.Context, context.CancelFunc) error {
-			return &HTTPError{StatusCode: 404, Idempotent: true}
+		{"do-not-retry hint", catalog.ClassHTTP5xx, true, func(context.Context, context.CancelFunc) error {
+			return fmt.Errorf("attempt: %w", &adapterErr{status: 503, idempotent: true, noRetry: true})
 		}, nil},
-		{"501", catalog.ClassHTTP5xxPermanent, func(context.Context, context.CancelFunc) error {
-			return &HTTPError{StatusCode: 501, Idempotent: true}
+		{"404", catalog.ClassHTTP4xx, false, func(context.Context, context.CancelFunc) error {
+			return &adapterErr{status: 404, idempotent: true}
 		}, nil},
-		{"tls certificate", catalog.ClassTLSCert, func(context.Context, context.CancelFunc) error {
-			return &HTTPError{Err: &url.Error{Op: "Get", URL: "https://x", Err: x509.UnknownAuthorityError{}}, Idempotent: true}
+		{"501", catalog.ClassHTTP5xxPermanent, false, func(context.Context, context.CancelFunc) error {
+			return status(501)
 		}, nil},
-		{"permanent", catalog.ClassError, func(context.Context, context.CancelFunc) error {
+		{"tls certificate", catalog.ClassTLSCert, false, func(context.Context, context.CancelFunc) error {
+			return &adapterErr{err: &net.OpError{Op: "remote error", Err: x509.UnknownAuthorityError{}}, idempotent: true}
+		}, nil},
+		{"permanent", catalog.ClassError, false, func(context.Context, context.CancelFunc) error {
 			return classify.Permanent(errors.New("bad config"))
 		}, nil},
-		{"non-idempotent POST after a read timeout", catalog.ClassTimeout, func(ctx context.Context, _ context.CancelFunc) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, silentURL, strings.NewReader("{}"))
-			resp, err := client.Do(req)
-			return HTTPResult(req, resp, err)
-		}, func(t *testing.T, err error) {
-			var he *HTTPError
-			require.ErrorAs(t, err, &he)
-			assert.False(t, he.Idempotent)
-		}},
+		{"non-idempotent operation after a read timeout", catalog.ClassTimeout, false, func(context.Context, context.CancelFunc) error {
+			return &adapterErr{err: readTimeout, idempotent: false}
+		}, nil},
+		{"504 of a non-idempotent operation", catalog.ClassHTTP5xx, false, func(context.Context, context.CancelFunc) error {
+			return status(504) // no idempotency hint: Config.Idempotent (false) decides
+		}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, func(cfg *Config) {
 				cfg.MaxAttempts = 5
-				cfg.RetryIf = func(error, classify.Verdict) bool {
-					return c.class == catalog.ClassCanceled || c.class == catalog.ClassRejected
-				}
-				if c.class != catalog.ClassCanceled && c.class != catalog.ClassRejected {
-					cfg.RetryIf = nil
+				if c.retryIf {
+					cfg.RetryIf = func(error, classify.Verdict) bool { return true }
 				}
 			})
 			ctx, cancel := context.WithCancel(context.Background())
@@ -360,37 +396,71 @@ func TestNeverRetried(t *testing.T) {
 	}
 }
 
+func TestIdempotencyComesFromTheError(t *testing.T) {
+	readTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, tt := range []struct {
+		name       string
+		configured bool  // Config.Idempotent
+		err        error // returned by every attempt
+		calls      int
+	}{
+		{"the error says idempotent", false, &adapterErr{err: readTimeout, idempotent: true}, 3},
+		{"the error says not idempotent", true, &adapterErr{err: readTimeout, idempotent: false}, 1},
+		{"no hint: the configuration decides", true, readTimeout, 3},
+		{"no hint, not configured", false, readTimeout, 1},
+		{"504 with the hint", false, &adapterErr{status: 504, idempotent: true}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.Idempotent = tt.configured })
+			calls := 0
+			_ = f.do(context.Background(), func(context.Context) error { calls++; return tt.err })
+			assert.Equal(t, tt.calls, calls)
+		})
+	}
+}
+
 func TestRetryIf(t *testing.T) {
 	// RetryIf can refuse a retryable error and allow a non-retryable one.
 	f := newFixture(t, func(c *Config) {
 		c.RetryIf = func(err error, v classify.Verdict) bool { return v.Class == catalog.ClassHTTP4xx }
 	})
 	calls := 0
-	err := f.do(context.Background(), func(context.Context) error { calls++; return &HTTPError{StatusCode: 409} })
+	err := f.do(context.Background(), func(context.Context) error { calls++; return status(409) })
 	require.Error(t, err)
 	assert.Equal(t, 3, calls)
 	calls = 0
-	err = f.do(context.Background(), func(context.Context) error { calls++; return &HTTPError{StatusCode: 503} })
+	err = f.do(context.Background(), func(context.Context) error { calls++; return status(503) })
 	require.Error(t, err)
 	assert.Equal(t, 1, calls)
 }
 
-func TestCancelDuringBackoffReturnsPromptly(t *testing.T) {
+func TestRetryIfCannotRetryABusinessError(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.RetryIf = func(error, classify.Verdict) bool { return true }
+	})
+	calls := 0
+	business := classify.Business(errors.New("insufficient funds"))
+	err := f.do(context.Background(), func(context.Context) error { calls++; return business })
+	assert.Equal(t, 1, calls, "a business error is an answer: never repeated, whatever RetryIf says")
+	assert.ErrorIs(t, err, business)
+	assert.Zero(t, f.r.Snapshot().Retries)
+}
+
+func TestCancelDuringBackoffAbortsTheWait(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Backoff = Backoff{Strategy: Constant, Base: 10 * time.Second} })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	var err error
+	calls := 0
 	go func() {
 		defer close(done)
-		err = f.r.Do(ctx, func(context.Context) error { return errors.New("unavailable") })
+		err = f.r.Do(ctx, func(context.Context) error { calls++; return errors.New("unavailable") })
 	}()
 	require.True(t, f.clk.WaitForTimers(1, done), "the retry is waiting")
-	start := time.Now()
-	cancel()
+	cancel() // the fake clock never advances: only the cancellation can end the wait
 	<-done
-	elapsed := time.Since(start)
-	assert.Less(t, elapsed, 5*time.Millisecond, "returned %v after cancel", elapsed)
+	assert.Equal(t, 1, calls, "no attempt after the cancellation")
 	assert.ErrorIs(t, err, context.Canceled)
 	var rerr *Error
 	require.ErrorAs(t, err, &rerr)
@@ -401,7 +471,7 @@ func TestCancelDuringBackoffReturnsPromptly(t *testing.T) {
 	s := f.r.Snapshot()
 	assert.Equal(t, [catalog.NumRetryKinds]uint64{catalog.RetryAborted: 1}, s.Calls)
 	assert.Zero(t, s.Retries)
-	assert.Zero(t, s.Backoff[0].Count, "an aborted wait is not a delay waited")
+	assert.Zero(t, s.Backoff[catalog.SourceBackoff].Count, "an aborted wait is not a delay waited")
 }
 
 func TestGiveUpWhenTheDeadlineLeavesNoUsefulTime(t *testing.T) {
@@ -444,40 +514,54 @@ func TestGiveUpWhenTheDeadlineLeavesNoUsefulTime(t *testing.T) {
 	assert.Empty(t, f.clk.Waits(), "a clamped delay leaves no time: given up without waiting")
 }
 
-func TestRetryAfterSetsTheDelay(t *testing.T) {
+func TestRetryAfterHintSetsTheDelay(t *testing.T) {
 	cases := []struct {
-		status     int
-		retryAfter string
-		wait       time.Duration
-		source     catalog.DelaySource
+		name   string
+		err    *adapterErr
+		wait   time.Duration
+		source catalog.DelaySource
 	}{
-		{503, "2", 2 * time.Second, catalog.SourceRetryAfter},
-		{429, "0", 500 * time.Millisecond, catalog.SourceRetryAfter},
-		{429, "86400", 60 * time.Second, catalog.SourceRetryAfter},
-		{503, "-1", 100 * time.Millisecond, catalog.SourceBackoff},
-		{503, "abc", 100 * time.Millisecond, catalog.SourceBackoff},
-		{500, "5", 100 * time.Millisecond, catalog.SourceBackoff}, // only 429 and 503 carry Retry-After
-		{503, t0.Add(7 * time.Second).Format(http.TimeFormat), 7 * time.Second, catalog.SourceRetryAfter},
-		{503, t0.Add(-time.Hour).Format(http.TimeFormat), 500 * time.Millisecond, catalog.SourceRetryAfter},
+		{"2 s", &adapterErr{status: 503, wait: 2 * time.Second, hasWait: true}, 2 * time.Second, catalog.SourceRetryAfter},
+		{"0: the minimum", &adapterErr{status: 429, hasWait: true}, 500 * time.Millisecond, catalog.SourceRetryAfter},
+		{"a day: the maximum", &adapterErr{status: 429, wait: 24 * time.Hour, hasWait: true}, 60 * time.Second, catalog.SourceRetryAfter},
+		{"the longest duration: the maximum", &adapterErr{status: 503, wait: 1<<63 - 1, hasWait: true}, 60 * time.Second, catalog.SourceRetryAfter},
+		{"negative: the minimum", &adapterErr{status: 503, wait: -time.Hour, hasWait: true}, 500 * time.Millisecond, catalog.SourceRetryAfter},
+		{"no usable value: the backoff", &adapterErr{status: 503}, 100 * time.Millisecond, catalog.SourceBackoff},
+		{"a point in time, read on the retry's clock", &adapterErr{status: 503, at: t0.Add(7 * time.Second)}, 7 * time.Second, catalog.SourceRetryAfter},
+		{"a point in the past: the minimum", &adapterErr{status: 503, at: t0.Add(-time.Hour)}, 500 * time.Millisecond, catalog.SourceRetryAfter},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%d %s", c.status, c.retryAfter), func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, func(cfg *Config) { cfg.MaxAttempts = 2; cfg.Rand = fixedRand(0) })
-			_ = f.do(context.Background(), func(context.Context) error {
-				return &HTTPError{StatusCode: c.status, RetryAfter: c.retryAfter, Idempotent: true}
-			})
+			var nows []time.Time
+			c.err.seenNow, c.err.idempotent = &nows, true
+			_ = f.do(context.Background(), func(context.Context) error { return fmt.Errorf("wrapped: %w", c.err) })
 			assert.Equal(t, []time.Duration{c.wait}, f.clk.Waits())
+			assert.Equal(t, []time.Time{t0}, nows, "asked once, with the retry clock's reading")
 			ev := f.rec.all()
 			require.Len(t, ev, 2)
 			assert.Equal(t, c.source, ev[0].DelaySource)
-			assert.Equal(t, c.status, ev[0].HTTPStatus)
+			assert.Equal(t, c.err.status, ev[0].HTTPStatus)
 			s := f.r.Snapshot()
 			assert.Equal(t, uint64(1), s.Backoff[c.source].Count)
 		})
 	}
+
+	// Disabled: the hint is not even asked.
 	f := newFixture(t, func(cfg *Config) { cfg.MaxAttempts = 2; cfg.RetryAfter.Disabled = true })
-	_ = f.do(context.Background(), func(context.Context) error { return &HTTPError{StatusCode: 503, RetryAfter: "9"} })
+	var nows []time.Time
+	_ = f.do(context.Background(), func(context.Context) error {
+		return &adapterErr{status: 503, wait: 9 * time.Second, hasWait: true, seenNow: &nows}
+	})
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, f.clk.Waits())
+	assert.Empty(t, nows)
+
+	// The jitter stays inside the clamp.
+	f = newFixture(t, func(cfg *Config) { cfg.MaxAttempts = 2; cfg.Rand = fixedRand(1) })
+	_ = f.do(context.Background(), func(context.Context) error {
+		return &adapterErr{status: 429, wait: 30 * time.Second, hasWait: true}
+	})
+	assert.Equal(t, []time.Duration{36 * time.Second}, f.clk.Waits(), "+20%")
 }
 
 func TestBudgetDeniesRetries(t *testing.T) {
@@ -501,91 +585,47 @@ func TestBudgetDeniesRetries(t *testing.T) {
 }
 
 func TestAttemptTimeoutBoundsEachAttempt(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.AttemptTimeout = 20 * time.Millisecond; c.Idempotent = true })
-	calls := 0
+	// Each attempt runs under a context of its own, which ends before the next attempt begins.
+	const limit = time.Hour
+	f := newFixture(t, func(c *Config) { c.AttemptTimeout = limit; c.Idempotent = true })
+	var ctxs []context.Context
+	before := time.Now()
 	err := f.do(context.Background(), func(ctx context.Context) error {
-		calls++
 		dl, ok := ctx.Deadline()
-		require.True(t, ok)
-		assert.LessOrEqual(t, time.Until(dl), 20*time.Millisecond)
-		<-ctx.Done()
-		return ctx.Err()
+		require.True(t, ok, "the attempt has a deadline")
+		assert.False(t, dl.Before(before.Add(limit)), "set when the attempt began")
+		assert.False(t, dl.After(time.Now().Add(limit)), "bounded by AttemptTimeout")
+		for i, prev := range ctxs {
+			assert.ErrorIs(t, prev.Err(), context.Canceled, "attempt %d's context ended before attempt %d", i+1, len(ctxs)+1)
+		}
+		require.NoError(t, ctx.Err())
+		ctxs = append(ctxs, ctx)
+		return errors.New("unavailable")
 	})
 	require.Error(t, err)
-	assert.Equal(t, 3, calls, "the attempt's own deadline is a retryable timeout for an idempotent call")
-	assert.Equal(t, uint64(3), f.r.Snapshot().Errors[catalog.ClassTimeout])
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Len(t, ctxs, 3)
+	assert.ErrorIs(t, ctxs[2].Err(), context.Canceled, "the last one ends with the call")
 
-	f = newFixture(t, func(c *Config) { c.AttemptTimeout = 20 * time.Millisecond })
-	calls = 0
-	_ = f.do(context.Background(), func(ctx context.Context) error { calls++; <-ctx.Done(); return ctx.Err() })
-	assert.Equal(t, 1, calls, "not idempotent: a timeout is not retried")
-}
-
-func TestCallWithHTTPHooks(t *testing.T) {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) {
-		case 1:
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(503)
-			_, _ = io.WriteString(w, "busy")
-		default:
-			_, _ = io.WriteString(w, "ok")
+	// An attempt that overruns its limit fails with a timeout: retried when idempotent only.
+	for _, idempotent := range []bool{true, false} {
+		f := newFixture(t, func(c *Config) { c.AttemptTimeout = time.Nanosecond; c.Idempotent = idempotent })
+		calls := 0
+		err := f.do(context.Background(), func(ctx context.Context) error { calls++; <-ctx.Done(); return ctx.Err() })
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		if idempotent {
+			assert.Equal(t, 3, calls, "the attempt's own deadline is a retryable timeout for an idempotent call")
+			assert.Equal(t, uint64(3), f.r.Snapshot().Errors[catalog.ClassTimeout])
+		} else {
+			assert.Equal(t, 1, calls, "not idempotent: a timeout is not retried")
 		}
-	}))
-	defer srv.Close()
-
-	var closed atomic.Int64
-	f := newFixture(t, func(c *Config) { c.Rand = fixedRand(0) })
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/orders?token=s3cret", nil)
-	h := HTTPHooks(req)
-	assert.Equal(t, "GET "+strings.TrimPrefix(srv.URL, "http://")+"/v1/orders", h.Endpoint)
-	discard := h.Discard
-	h.Discard = func(resp *http.Response) { closed.Add(1); discard(resp) }
-	var resp *http.Response
-	var err error
-	drive(f.clk, func() {
-		resp, err = CallWith(context.Background(), f.r, func(ctx context.Context) (*http.Response, error) {
-			return srv.Client().Do(req.WithContext(ctx))
-		}, h)
-	})
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	assert.Equal(t, "ok", string(body))
-	assert.Equal(t, int64(1), closed.Load(), "the dropped 503 was discarded")
-	assert.Equal(t, []time.Duration{time.Second}, f.clk.Waits(), "Retry-After: 1")
-	assert.Equal(t, h.Endpoint, f.rec.all()[0].Endpoint)
-	assert.Equal(t, []catalog.Outcome{catalog.OutcomeRetrying, catalog.OutcomeSucceeded}, f.rec.outcomes())
-	assert.Equal(t, 200, f.rec.all()[1].HTTPStatus, "the succeeded event carries the response status")
-
-	// Exhausted: the last response comes back undrained with the error.
-	n.Store(-100)
-	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(502)
-		_, _ = io.WriteString(w, "bad gateway")
-	}))
-	defer srv2.Close()
-	req2, _ := http.NewRequest(http.MethodGet, srv2.URL, nil)
-	f2 := newFixture(t, nil)
-	drive(f2.clk, func() {
-		resp, err = CallWith(context.Background(), f2.r, func(ctx context.Context) (*http.Response, error) {
-			return srv2.Client().Do(req2.WithContext(ctx))
-		}, HTTPHooks(req2))
-	})
-	var he *HTTPError
-	require.ErrorAs(t, err, &he)
-	assert.Equal(t, 502, he.StatusCode)
-	require.NotNil(t, resp)
-	body, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	assert.Equal(t, "bad gateway", string(body))
+	}
 }
 
-func TestResultPredicate(t *testing.T) {
-	// A 200 whose body says "error" is the caller's to classify (FC-04): Check turns it into a
-	// failure; dropped values are discarded, the returned one is not.
+func TestHooks(t *testing.T) {
+	// A value whose content says "error" is the caller's to classify: Check turns it into a
+	// failure; dropped values are discarded, the returned one is not; Status reports the
+	// successful value's status in the succeeded event.
 	f := newFixture(t, nil)
 	var discarded []string
 	results := []string{"error: try later", "error: try later", "ok"}
@@ -597,18 +637,69 @@ func TestResultPredicate(t *testing.T) {
 			i++
 			return results[i-1], nil
 		}, Hooks[string]{
+			Endpoint: "GET quotes.internal/v1/quote",
 			Check: func(v string, err error) error {
 				if err == nil && strings.HasPrefix(v, "error") {
-					return errors.New(v)
+					return &adapterErr{status: 502, idempotent: true}
 				}
 				return err
 			},
 			Discard: func(v string) { discarded = append(discarded, v) },
+			Status:  func(string) int { return 200 },
 		})
 	})
 	require.NoError(t, err)
 	assert.Equal(t, "ok", v)
 	assert.Equal(t, []string{"error: try later", "error: try later"}, discarded)
+	ev := f.rec.all()
+	require.Len(t, ev, 3)
+	for _, e := range ev {
+		assert.Equal(t, "GET quotes.internal/v1/quote", e.Endpoint)
+	}
+	assert.Equal(t, []int{502, 502, 200}, []int{ev[0].HTTPStatus, ev[1].HTTPStatus, ev[2].HTTPStatus})
+
+	// Exhausted: the last value comes back, not discarded, with the error.
+	f = newFixture(t, nil)
+	discarded = nil
+	drive(f.clk, func() {
+		v, err = CallWith(context.Background(), f.r, func(context.Context) (string, error) {
+			return "bad gateway", &adapterErr{status: 502, idempotent: true}
+		}, Hooks[string]{Discard: func(v string) { discarded = append(discarded, v) }})
+	})
+	var rerr *Error
+	require.ErrorAs(t, err, &rerr)
+	assert.Equal(t, "bad gateway", v)
+	assert.Len(t, discarded, 2)
+}
+
+func TestBindKeepsTheContextsForTheReturnedValue(t *testing.T) {
+	for name, cfg := range map[string]func(*Config){
+		"AttemptTimeout": func(c *Config) { c.AttemptTimeout = time.Hour },
+		"MaxDuration":    func(c *Config) { c.MaxDuration = time.Hour },
+		"both":           func(c *Config) { c.AttemptTimeout, c.MaxDuration = time.Hour, 2*time.Hour },
+	} {
+		f := newFixture(t, cfg)
+		var release func()
+		actx, err := CallWith(context.Background(), f.r, func(ctx context.Context) (context.Context, error) { return ctx, nil },
+			Hooks[context.Context]{Bind: func(v context.Context, r func()) context.Context { release = r; return v }})
+		require.NoError(t, err, name)
+		require.NotNil(t, release, name)
+		require.NoError(t, actx.Err(), "%s: the attempt's context lives on with the value", name)
+		release()
+		assert.ErrorIs(t, actx.Err(), context.Canceled, "%s: release ends it", name)
+	}
+
+	// Without Bind the contexts end with the call; without contexts Bind is not called.
+	f := newFixture(t, func(c *Config) { c.AttemptTimeout = time.Hour })
+	actx, err := Call(context.Background(), f.r, func(ctx context.Context) (context.Context, error) { return ctx, nil })
+	require.NoError(t, err)
+	assert.ErrorIs(t, actx.Err(), context.Canceled)
+	f = newFixture(t, nil)
+	bound := false
+	_, err = CallWith(context.Background(), f.r, func(ctx context.Context) (int, error) { return 1, nil },
+		Hooks[int]{Bind: func(v int, _ func()) int { bound = true; return v }})
+	require.NoError(t, err)
+	assert.False(t, bound)
 }
 
 func TestClassifyOverrideCannotRetryRejections(t *testing.T) {
@@ -625,6 +716,9 @@ func TestClassifyOverrideCannotRetryRejections(t *testing.T) {
 	assert.Equal(t, 3, calls)
 	assert.Equal(t, uint64(3), f.r.Snapshot().Errors[catalog.ClassError],
 		"a class outside the closed set is counted as error")
+	calls = 0
+	_ = f.do(context.Background(), func(context.Context) error { calls++; return &adapterErr{status: 503, noRetry: true} })
+	assert.Equal(t, 1, calls, "nor the do-not-retry signal")
 }
 
 func TestConcurrentCallsAreCountedOnce(t *testing.T) {
@@ -663,58 +757,14 @@ func TestErrorMessages(t *testing.T) {
 	e = &Error{name: "x", outcome: catalog.OutcomeGaveUp, errs: []error{errors.New("a"), errors.New("b")}, cause: context.DeadlineExceeded}
 	assert.Equal(t, `retry "x": gave up after 2 attempts: context deadline exceeded (last error: b)`, e.Error())
 	assert.ErrorIs(t, e, context.DeadlineExceeded)
-	assert.Equal(t, "HTTP 503", (&HTTPError{StatusCode: 503}).Error())
-	assert.Equal(t, "HTTP 503 Service Unavailable", (&HTTPError{StatusCode: 503, Status: "503 Service Unavailable"}).Error())
-	assert.Nil(t, HTTPResult(nil, &http.Response{StatusCode: 200}, nil))
-	assert.Nil(t, HTTPResult(nil, nil, nil))
-}
-
-func TestEndpointAndSanitize(t *testing.T) {
-	req, _ := http.NewRequest(http.MethodPost, "https://user:pass@api.example.com/v2/orders?token=s3cret#frag", nil)
-	assert.Equal(t, "POST api.example.com/v2/orders", Endpoint(req))
-	assert.Equal(t, "", Endpoint(nil))
-	cases := map[string]string{
-		"GET https://user:pass@api.example.com/v1/x?token=s3cret": "GET https://api.example.com/v1/x",
-		"https://user:pass@host/p?q=1#f":                          "https://host/p",
-		"POST /api/v2/orders?debug=1":                             "POST /api/v2/orders",
-		"user:pass@host:8080/path?x":                              "host:8080/path",
-		"GET api.example.com/v1/orders":                           "GET api.example.com/v1/orders",
-		"":                                                        "",
-	}
-	for in, want := range cases {
-		assert.Equal(t, want, SanitizeEndpoint(in), in)
-	}
-}
-
-func TestHTTPErrorIsAStatusError(t *testing.T) {
-	var se classify.StatusError = &HTTPError{StatusCode: 404}
-	assert.Equal(t, 404, se.HTTPStatus())
-	assert.Equal(t, classify.Verdict{Class: catalog.ClassHTTP4xx}, classify.ClassifyError(fmt.Errorf("x: %w", se), true))
-	assert.Zero(t, (&HTTPError{StatusCode: 502, Err: errors.New("reset")}).HTTPStatus())
-}
-
-func TestDoNotRetrySignalIsHonoured(t *testing.T) {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n.Add(1)
-		w.Header().Set(DoNotRetryHeader, "true")
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	f := newFixture(t, func(c *Config) { c.RetryIf = func(error, classify.Verdict) bool { return true } })
-	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	var resp *http.Response
-	var err error
-	drive(f.clk, func() {
-		resp, err = CallWith(context.Background(), f.r, func(ctx context.Context) (*http.Response, error) {
-			return srv.Client().Do(req.WithContext(ctx))
-		}, HTTPHooks(req))
-	})
-	DiscardResponse(resp)
-	var he *HTTPError
-	require.ErrorAs(t, err, &he)
-	assert.True(t, he.RetryDisabled)
-	assert.Equal(t, int64(1), n.Load(), "the upstream said its retries are exhausted: no retry")
+	conn := &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	e = &Error{name: "x", outcome: catalog.OutcomeBudgetExhausted, errs: []error{conn, conn}}
+	assert.ErrorIs(t, e, syscall.ECONNREFUSED)
+	cause, ok := e.FallbackCause()
+	assert.True(t, ok)
+	assert.Equal(t, catalog.CauseRetriesExhausted, cause)
+	_, ok = (&Error{outcome: catalog.OutcomeAborted, errs: []error{conn}}).FallbackCause()
+	assert.False(t, ok)
 }
 
 func TestPanicPropagatesAndIsCounted(t *testing.T) {
@@ -740,75 +790,36 @@ func TestPanicPropagatesAndIsCounted(t *testing.T) {
 	assert.Equal(t, uint64(3), s.Errors[catalog.ClassError])
 }
 
-func FuzzSanitizeEndpoint(f *testing.F) {
-	f.Add("GET", "user", "pass", "api.example.com", "/v1/x", "token=s3cret")
-	f.Add("", "u", "p", "h:8080", "", "")
-	f.Add("POST", "alice", "hunter22", "10.0.0.1", "/a/b", "q=1#frag")
-	alnum := func(s string) bool {
-		for _, r := range s {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-				return false
-			}
-		}
-		return len(s) >= 4
+// The retry is protocol-agnostic: neither its code nor its tests import net/http or an adapter.
+// The only way net/http reaches it is package classify's HTTP helpers (Classify of a response,
+// IsIdempotent of a request), which the retry does not call.
+func TestRetryKnowsNoHTTP(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	require.NoError(t, err)
+	own := append(append(append([]string(nil), pkg.Imports...), pkg.TestImports...), pkg.XTestImports...)
+	for _, imp := range own {
+		assert.False(t, imp == "net/http" || strings.HasPrefix(imp, "net/http/") || strings.HasSuffix(imp, "/httpx"),
+			"package retry imports %s", imp)
 	}
-	f.Fuzz(func(t *testing.T, method, user, pass, host, path, query string) {
-		raw := "https://" + user + ":" + pass + "@" + host + path + "?" + query
-		if method != "" {
-			raw = method + " " + raw
-		}
-		out := SanitizeEndpoint(raw)
-		if strings.ContainsAny(out, "?#") {
-			t.Fatalf("%q → %q: query or fragment kept", raw, out)
-		}
-		if strings.ContainsAny(user+pass, "@/?#") {
-			return // not a URL: userinfo is percent-encoded
-		}
-		for _, secret := range []string{user, pass, query} {
-			if alnum(secret) && !strings.Contains(method+host+path, secret) && strings.Contains(out, secret) {
-				t.Fatalf("%q → %q: %q kept", raw, out, secret)
-			}
-		}
-		if strings.ContainsAny(host+path, "@?#/") || strings.ContainsAny(method, "?#") || strings.ContainsFunc(method+host+path, unicode.IsSpace) {
+	// Transitively, only through classify: no other stormwatch package it depends on imports
+	// net/http (the standard packages it uses do not).
+	const module = "github.com/stormwatch-go/stormwatch/"
+	seen := map[string]bool{}
+	var walk func(path string)
+	walk = func(path string) {
+		if seen[path] || !strings.HasPrefix(path, module) || path == module+"instrument/classify" {
 			return
 		}
-		if want := strings.TrimSpace(method + " https://" + host + path); method != "" && out != want {
-			t.Fatalf("%q → %q, want %q", raw, out, want)
+		seen[path] = true
+		p, err := build.Import(path, ".", 0)
+		require.NoError(t, err)
+		for _, imp := range p.Imports {
+			assert.NotEqual(t, "net/http", imp, "%s, a dependency of package retry, imports net/http", path)
+			walk(imp)
 		}
-	})
-}
-
-func TestReturnedResponseStaysReadableUntilClosed(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.(http.Flusher).Flush() // headers first, body later: the body is read from the connection
-		_, _ = io.WriteString(w, strings.Repeat("x", 1<<16))
-	}))
-	defer srv.Close()
-	for _, cfg := range []func(*Config){
-		func(c *Config) { c.AttemptTimeout = 10 * time.Second },
-		func(c *Config) { c.MaxDuration = 10 * time.Second },
-		func(c *Config) { c.AttemptTimeout, c.MaxDuration = 10*time.Second, 20*time.Second },
-	} {
-		f := newFixture(t, cfg)
-		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-		var actx context.Context
-		resp, err := CallWith(context.Background(), f.r, func(ctx context.Context) (*http.Response, error) {
-			actx = ctx
-			return srv.Client().Do(req.WithContext(ctx))
-		}, HTTPHooks(req))
-		require.NoError(t, err)
-		require.NoError(t, actx.Err(), "the attempt's context lives on with the response")
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		assert.Len(t, body, 1<<16)
-		require.NoError(t, resp.Body.Close())
-		assert.ErrorIs(t, actx.Err(), context.Canceled, "closing the body released the context")
 	}
-
-	// Without Bind the contexts end with the call.
-	f := newFixture(t, func(c *Config) { c.AttemptTimeout = 10 * time.Second })
-	var actx context.Context
-	_, err := Call(context.Background(), f.r, func(ctx context.Context) (int, error) { actx = ctx; return 1, nil })
-	require.NoError(t, err)
-	assert.ErrorIs(t, actx.Err(), context.Canceled)
+	for _, imp := range pkg.Imports {
+		walk(imp)
+	}
+	assert.True(t, seen[module+"events"], "the walk saw the dependencies")
 }

@@ -36,8 +36,8 @@ func (r *Retry) Snapshot() Snapshot {
 		s.Backoff[i] = r.backoff[i].Snapshot()
 	}
 	if r.budget != nil {
-		s.BudgetTokens = r.budget.Tokens()
-		s.BudgetDenied = r.budget.Denied()
+		s.BudgetTokens = r.budget.available()
+		s.BudgetDenied = r.budget.refused()
 	}
 	return s
 }

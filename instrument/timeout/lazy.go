@@ -41,8 +41,9 @@ var monoBase = time.Now()
 
 func monoNow() int64 { return int64(time.Since(monoBase)) }
 
-func newLazyCtx(parent context.Context, limit time.Duration, cause error) *lazyCtx {
-	c := &lazyCtx{parent: parent, at: monoNow() + int64(limit), own: true, cause: cause}
+// newLazyCtx returns the attempt context of an attempt started at now (monoNow) with limit.
+func newLazyCtx(parent context.Context, now int64, limit time.Duration, cause error) *lazyCtx {
+	c := &lazyCtx{parent: parent, at: now + int64(limit), own: true, cause: cause}
 	if pd, ok := parent.Deadline(); ok {
 		if pat := int64(pd.Sub(monoBase)); pat <= c.at {
 			c.at, c.own, c.pdl = pat, false, pd

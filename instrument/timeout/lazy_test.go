@@ -16,12 +16,10 @@ import (
 // context.WithTimeoutCause whether or not anyone watched it.
 
 func TestLazyUnwatchedAttemptPastItsDeadlineIsATimeout(t *testing.T) {
-	to, err := New("api", Config{Timeout: time.Millisecond})
+	to, err := New("api", Config{Timeout: time.Hour})
 	require.NoError(t, err)
 	actx, a := to.Start(context.Background())
-	start := time.Now()
-	for time.Since(start) <= 2*time.Millisecond { // spin past the deadline without watching
-	}
+	expire(t, a) // the deadline passes without anyone watching
 	assert.Equal(t, context.DeadlineExceeded, actx.Err(), "Err reports the deadline without Done having been called")
 	assert.ErrorIs(t, context.Cause(actx), ErrTimedOut)
 	<-actx.Done()
@@ -31,17 +29,21 @@ func TestLazyUnwatchedAttemptPastItsDeadlineIsATimeout(t *testing.T) {
 
 	// Unwatched and not even asked: Finish still knows the deadline passed.
 	_, a = to.Start(context.Background())
-	start = time.Now()
-	for time.Since(start) <= 2*time.Millisecond {
-	}
+	expire(t, a)
 	assert.ErrorIs(t, a.Finish(errors.New("slow")), ErrTimedOut)
 	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 2}}, to.Snapshot())
+
+	// Before its deadline, an unwatched attempt has not ended.
+	actx, a = to.Start(context.Background())
+	assert.NoError(t, actx.Err())
+	assert.NoError(t, a.Finish(nil))
 }
 
 func TestLazyDerivedContextsAndAfterFunc(t *testing.T) {
-	to, err := New("api", Config{Timeout: 5 * time.Millisecond})
+	to, err := New("api", Config{Timeout: time.Hour})
 	require.NoError(t, err)
 	actx, a := to.Start(context.Background())
+	expire(t, a)
 	child, cancel := context.WithCancel(actx)
 	defer cancel()
 	fired := make(chan struct{})
@@ -73,26 +75,24 @@ func TestLazyParentEndsTheAttempt(t *testing.T) {
 		assert.NotErrorIs(t, a.Finish(actx.Err()), ErrTimedOut)
 	})
 	t.Run("the parent's equal deadline is the caller's, not ours", func(t *testing.T) {
-		short, err := New("short", Config{Timeout: time.Millisecond})
-		require.NoError(t, err)
-		parent, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		// The parent's deadline has passed; the attempt started exactly limit before it, so its
+		// own deadline is the same instant.
+		pd := time.Now().Add(-time.Second)
+		parent, cancel := context.WithDeadline(context.Background(), pd)
 		defer cancel()
-		actx, a := short.Start(parent)
-		pd, _ := parent.Deadline()
-		d, ok := actx.Deadline()
+		const limit = time.Minute
+		c := newLazyCtx(parent, int64(pd.Sub(monoBase))-int64(limit), limit, to.deadline)
+		a := Attempt{t: to, ctx: c, lazy: c}
+		d, ok := c.Deadline()
 		assert.True(t, ok)
-		if !d.Equal(pd) { // the parent's deadline was the earlier one
-			assert.True(t, d.Before(pd))
-		}
-		err = waitForDone(actx)
+		assert.True(t, d.Equal(pd), "the deadline is the parent's")
+		err := waitForDone(c)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		if d.Equal(pd) {
-			assert.NotErrorIs(t, a.Finish(err), ErrTimedOut)
-		} else {
-			a.Release()
-		}
+		assert.NotErrorIs(t, context.Cause(c), ErrTimedOut)
+		assert.NotErrorIs(t, a.Finish(err), ErrTimedOut)
 	})
-	assert.Equal(t, uint64(0), to.Snapshot().Calls[catalog.TimeoutTimedOut])
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutAborted: 2, catalog.TimeoutFailed: 1}}, to.Snapshot(),
+		"the caller's cancellation is aborted, its deadline failed, neither timed out")
 }
 
 func TestLazyReleaseEndsTheContext(t *testing.T) {

@@ -5,7 +5,11 @@
 //
 //   - successful — the attempt returned no error;
 //   - timed_out — the attempt returned an error after the attempt's own deadline fired;
-//   - failed — any other error, including the caller's own deadline or cancellation.
+//   - aborted — the attempt returned an error after the caller cancelled its context: the
+//     caller's cancellation is never a failure (the caller left; nothing is known about the
+//     dependency);
+//   - failed — any other error, including one after the caller's own deadline passed (the
+//     call did not finish in the time the caller gave it, but not because of this timeout).
 //
 // The counts are read with [Timeout.Snapshot], indexed by catalog.TimeoutKind.
 //
@@ -142,7 +146,7 @@ type Attempt struct {
 // [Timeout.Do] for code that composes primitives without closures.
 func (t *Timeout) Start(ctx context.Context) (context.Context, Attempt) {
 	if t.wall {
-		c := newLazyCtx(ctx, t.limit, t.deadline)
+		c := newLazyCtx(ctx, monoNow(), t.limit, t.deadline)
 		return c, Attempt{t: t, ctx: c, lazy: c}
 	}
 	c := newClockCtx(ctx, t.clock, t.limit)
@@ -162,6 +166,10 @@ func (a Attempt) Finish(err error) error {
 // Record counts the attempt's outcome like [Attempt.Finish] and returns the same error, but
 // leaves the attempt's context alive, for a result that is still being read under it (an HTTP
 // response body). Call [Attempt.Release] once the result is no longer used.
+//
+// The outcome: successful for a nil err; timed_out when the attempt's own deadline had fired;
+// aborted when the caller's context had been cancelled (err is returned unchanged); failed
+// otherwise.
 func (a Attempt) Record(err error) error {
 	switch {
 	case err == nil:
@@ -170,6 +178,9 @@ func (a Attempt) Record(err error) error {
 	case a.fired():
 		a.t.calls[catalog.TimeoutTimedOut].Add(1)
 		return &TimedOutError{Name: a.t.name, Limit: a.t.limit, Err: err}
+	case a.callerCanceled():
+		a.t.calls[catalog.TimeoutAborted].Add(1)
+		return err
 	default:
 		a.t.calls[catalog.TimeoutFailed].Add(1)
 		return err
@@ -203,6 +214,21 @@ func (a Attempt) fired() bool {
 		return c.ownFired()
 	}
 	return context.Cause(a.ctx) == error(a.t.deadline)
+}
+
+// callerCanceled reports whether the caller's context — the attempt's parent — was cancelled
+// (not merely past its deadline).
+func (a Attempt) callerCanceled() bool {
+	var parent context.Context
+	switch {
+	case a.lazy != nil:
+		parent = a.lazy.parent
+	default:
+		if c, ok := a.ctx.(*clockCtx); ok {
+			parent = c.parent
+		}
+	}
+	return parent != nil && errors.Is(parent.Err(), context.Canceled)
 }
 
 // Do runs fn under the time limit and returns its error, classified as described by
@@ -239,8 +265,9 @@ func Call[T any](ctx context.Context, t *Timeout, fn func(context.Context) (T, e
 // Snapshot is a point-in-time reading of a timeout's counters.
 type Snapshot struct {
 	// Calls counts attempts by outcome: catalog.TimeoutSuccessful (returned no error),
-	// catalog.TimeoutFailed (returned an error before their own deadline, or panicked) and
-	// catalog.TimeoutTimedOut (returned an error after their own deadline fired).
+	// catalog.TimeoutTimedOut (returned an error after their own deadline fired),
+	// catalog.TimeoutAborted (returned an error after the caller cancelled) and
+	// catalog.TimeoutFailed (any other error, or a panic). Every attempt counts exactly once.
 	Calls [catalog.NumTimeoutKinds]uint64
 }
 

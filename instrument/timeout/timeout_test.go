@@ -158,7 +158,45 @@ func TestOutcomes(t *testing.T) {
 				return ctx.Err()
 			},
 			wantErr:   context.Canceled,
-			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutAborted: 1}},
+		},
+		{
+			name: "caller cancels, the attempt reports an error of its own",
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			},
+			attempt: func(_ context.Context, _ *clock.Fake, cancelParent func()) error {
+				cancelParent()
+				return errBoom // e.g. "connection closed" after the cancellation tore it down
+			},
+			wantErr:   errBoom,
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutAborted: 1}},
+		},
+		{
+			name: "caller cancels after a result",
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			},
+			attempt: func(_ context.Context, _ *clock.Fake, cancelParent func()) error {
+				cancelParent()
+				return nil
+			},
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutSuccessful: 1}},
+		},
+		{
+			name: "own deadline fired, then the caller cancelled",
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			},
+			attempt: func(ctx context.Context, fake *clock.Fake, cancelParent func()) error {
+				fake.Advance(time.Second)
+				<-ctx.Done()
+				cancelParent()
+				return ctx.Err()
+			},
+			wantErr:   context.DeadlineExceeded,
+			timedOut:  true,
+			wantStats: Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}},
 		},
 		{
 			name: "caller's deadline already passed",
@@ -198,30 +236,50 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
+// expire moves a wall-clock attempt's own deadline into the past, as if its limit had elapsed
+// while nobody watched its context: the deterministic stand-in for waiting on the wall clock.
+func expire(t *testing.T, a Attempt) {
+	t.Helper()
+	require.NotNil(t, a.lazy, "a wall-clock attempt")
+	require.Nil(t, a.lazy.inner.Load(), "nobody watched the context yet")
+	a.lazy.at = monoNow() - 1
+}
+
 func TestOwnDeadlineOnTheWallClock(t *testing.T) {
-	to, err := New("api", Config{Timeout: time.Millisecond})
+	to, err := New("api", Config{Timeout: time.Hour})
 	require.NoError(t, err)
-	var cause error
-	err = to.Do(context.Background(), func(ctx context.Context) error {
-		err := waitForDone(ctx)
-		cause = context.Cause(ctx)
-		return err
-	})
+	actx, a := to.Start(context.Background())
+	expire(t, a)
+	err = a.Finish(waitForDone(actx))
 	assert.ErrorIs(t, err, ErrTimedOut)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.ErrorIs(t, cause, ErrTimedOut, "the attempt's context names the timeout as its cause")
+	assert.ErrorIs(t, context.Cause(actx), ErrTimedOut, "the attempt's context names the timeout as its cause")
 	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}}, to.Snapshot())
 }
 
 func TestCallersDeadlineOnTheWallClockIsNotATimeout(t *testing.T) {
 	to, err := New("api", Config{Timeout: time.Hour})
 	require.NoError(t, err)
-	parent, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	parent, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
 	err = to.Do(parent, waitForDone)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, ErrTimedOut)
 	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutFailed: 1}}, to.Snapshot())
+}
+
+func TestCallersCancellationOnTheWallClockIsAborted(t *testing.T) {
+	to, err := New("api", Config{Timeout: time.Hour})
+	require.NoError(t, err)
+	parent, cancel := context.WithCancel(context.Background())
+	err = to.Do(parent, func(ctx context.Context) error {
+		cancel()
+		return waitForDone(ctx)
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrTimedOut)
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutAborted: 1}}, to.Snapshot(),
+		"the caller's cancellation is never a failure")
 }
 
 func TestAttemptContext(t *testing.T) {

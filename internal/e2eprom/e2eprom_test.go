@@ -41,6 +41,7 @@ func TestConfig(t *testing.T) {
 	assert.Equal(t, `global:
   scrape_interval: 1s
   evaluation_interval: 1s
+  scrape_native_histograms: true
 rule_files:
   - "/tmp/rules.yaml"
 scrape_configs:

@@ -42,7 +42,7 @@ type Config struct {
 	Interval time.Duration
 }
 
-// YAML returns the Prometheus configuration file of c.
+// YAML returns the Prometheus configuration file of c. It scrapes native histograms.
 func (c Config) YAML() string {
 	iv := c.Interval
 	if iv <= 0 {
@@ -50,6 +50,9 @@ func (c Config) YAML() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", promDuration(iv), promDuration(iv))
+	// stormwatch exports its latency histograms as native histograms: scrape them (Prometheus
+	// then negotiates protobuf first), as the generated dashboards' quantiles expect.
+	b.WriteString("  scrape_native_histograms: true\n")
 	if len(c.RuleFiles) > 0 {
 		b.WriteString("rule_files:\n")
 		for _, f := range c.RuleFiles {

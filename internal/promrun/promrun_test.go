@@ -90,6 +90,7 @@ func TestConfigYAML(t *testing.T) {
 	assert.Equal(t, `global:
   scrape_interval: 1s
   evaluation_interval: 1s
+  scrape_native_histograms: true
 rule_files:
   - "/tmp/x/rules.yaml"
 scrape_configs:
@@ -100,7 +101,7 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:2"]
 `, c.YAML())
-	assert.Equal(t, "global:\n  scrape_interval: 1500ms\n  evaluation_interval: 1500ms\nscrape_configs: []\n",
+	assert.Equal(t, "global:\n  scrape_interval: 1500ms\n  evaluation_interval: 1500ms\n  scrape_native_histograms: true\nscrape_configs: []\n",
 		Config{Interval: 1500 * time.Millisecond}.YAML())
 }
 

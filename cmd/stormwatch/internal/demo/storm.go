@@ -225,14 +225,14 @@ func (l *stormLayer) send(ctx context.Context, id string) (fromFallback bool, er
 	req.Header.Set(requestIDHeader, id)
 	resp, err := l.client.Do(req)
 	if err != nil {
-		return false, retry.HTTPResult(req, nil, err)
+		return false, httpx.Result(req, nil, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	_ = resp.Body.Close()
 	if _, ok := httpx.FromFallback(resp); ok {
 		return true, nil
 	}
-	return false, retry.HTTPResult(req, resp, nil)
+	return false, httpx.Result(req, resp, nil)
 }
 
 // naiveCall is the naive retry loop: a fixed number of attempts with a per-attempt timeout and a
@@ -341,7 +341,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 				// Our own refusals (breaker open, bulkhead full) tell the caller not to retry
 				// (the do-not-retry signal): retrying them at once only adds load.
 				if errors.Is(err, breaker.ErrOpen) || errors.Is(err, bulkhead.ErrFull) {
-					w.Header().Set(retry.DoNotRetryHeader, "true")
+					w.Header().Set(httpx.RetryDisabledHeader, "true")
 				}
 				http.Error(w, "bank unavailable", http.StatusServiceUnavailable)
 				return

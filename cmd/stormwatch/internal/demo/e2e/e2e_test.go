@@ -187,7 +187,8 @@ func hasData(prom e2eprom.API, expr string, from, to time.Time) (bool, error) {
 // `stormwatch generate` wrote (every `for` shortened to 2s or 10s). The outage must fire
 // CircuitBreakerStuckOpen, RetryRateHigh and FallbackSustained, all three must resolve after
 // recovery, the steady demo must never have a firing alert, and every query of the generated
-// dashboards must return data during the outage.
+// dashboards must return data during the outage — the latency quantiles too, read from native
+// histograms (Prometheus scrapes them: scrape_native_histograms).
 func TestDemoOnRealPrometheus(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
@@ -289,7 +290,10 @@ func TestDemoOnRealPrometheus(t *testing.T) {
 			}
 			assert.Empty(t, missing, "dashboard queries without data during the outage")
 			panelsChecked = true
-			t.Logf("t=%s: all %d dashboard queries returned data during the outage", time.Since(outageStarted).Round(time.Second), len(queries))
+			quantiles := quantileQueries(queries)
+			t.Logf("t=%s: all %d dashboard queries returned data during the outage, %d of them quantiles of native histograms",
+				time.Since(outageStarted).Round(time.Second), len(queries), len(quantiles))
+			checkNativeHistograms(t, prom, outageJob, quantiles)
 		}
 		if panelsChecked && sinceStart > faultEnd {
 			for _, n := range mustFire {

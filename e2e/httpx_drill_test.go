@@ -1,9 +1,12 @@
-package httpx
+//go:build e2e
+
+package e2e
 
 import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,19 +21,48 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
-// TestSeed004Drill replays the fault-injection drill of seed 004's post-mortem (seed notes
-// INC-05, INC-08) on loopback, scaled down from seconds to milliseconds: the bank channel times
-// out on 100% of requests while the order service keeps calling it and the inventory service.
-// With the fixed configuration — per-dependency breaker, bulkhead and timeout, one retry — the
-// bank's breaker trips within its window, the payment fallback answers "payment processing",
-// and inventory, behind its own bulkhead, keeps a 100% success rate throughout.
-func TestSeed004Drill(t *testing.T) {
-	bank := newServer(t, hang) // maintenance: every request times out
-	inventory := newServer(t, func(_ int64, w http.ResponseWriter, _ *http.Request, _ <-chan struct{}) {
+// drillGuard bounds every request of the drill.
+const drillGuard = 10 * time.Second
+
+// drillServer is a loopback server that counts its requests.
+type drillServer struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+func newDrillServer(t *testing.T, handle http.HandlerFunc) *drillServer {
+	s := &drillServer{}
+	stop := make(chan struct{})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		if handle == nil { // hang until the client gives up or the test ends
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+			return
+		}
+		handle(w, r)
+	}))
+	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(stop) })
+	return s
+}
+
+// TestHTTPXOutageDrill is a fault-injection drill on loopback, on the wall clock and scaled down
+// from seconds to milliseconds: the bank channel times out on every request while the order
+// service keeps calling it and the inventory service. With per-dependency breaker, bulkhead and
+// timeout and a single retry layer, the bank's breaker trips within its window, the payment
+// fallback answers "payment processing", and inventory, behind its own bulkhead, keeps a 100%
+// success rate throughout.
+func TestHTTPXOutageDrill(t *testing.T) {
+	bank := newDrillServer(t, nil) // maintenance: every request times out
+	inventory := newDrillServer(t, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "in stock")
 	})
 	bankHost := strings.TrimPrefix(bank.URL, "http://")
@@ -44,26 +76,28 @@ func TestSeed004Drill(t *testing.T) {
 		}
 	})
 	const (
-		window   = 10 // INC-05: slidingWindowSize 50, scaled down
+		window   = 10
 		minCalls = 5
 	)
-	tr := newTransport(t, newTracker(t), WithRegistry(reg),
-		WithPipeline(instrument.PipelineConfig{
-			Retry: &retry.Config{ // retry only at this layer: maxAttempts 2, exponential backoff
+	tr, err := httpx.NewTransport(&http.Transport{}, httpx.WithRegistry(reg),
+		httpx.WithPipeline(instrument.PipelineConfig{
+			Retry: &retry.Config{ // retry only at this layer: 2 attempts, exponential backoff
 				MaxAttempts: 2,
 				Backoff:     retry.Backoff{Strategy: retry.Exponential, Base: 5 * time.Millisecond},
 				Budget:      retry.BudgetConfig{MinRetriesPerSecond: 1000},
 			},
 			Breaker:  &breaker.Config{WindowSize: window, MinCalls: minCalls, FailureRateThreshold: 0.5, OpenDuration: time.Minute},
-			Bulkhead: &bulkhead.Config{MaxConcurrent: 4, MaxWait: 50 * time.Millisecond}, // INC-06: 30 / 200 ms
-			Timeout:  &timeout.Config{Timeout: 40 * time.Millisecond},                    // INC-05: TimeLimiter 5 s
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 4, MaxWait: 50 * time.Millisecond},
+			Timeout:  &timeout.Config{Timeout: 40 * time.Millisecond},
 		}),
-		WithFallback(func(req *http.Request, cause catalog.Cause, err error) (*http.Response, error) {
+		httpx.WithFallback(func(req *http.Request, cause catalog.Cause, err error) (*http.Response, error) {
 			if req.URL.Host != bankHost {
 				return nil, err // only payments degrade
 			}
 			return &http.Response{StatusCode: http.StatusAccepted, Body: io.NopCloser(strings.NewReader("payment processing"))}, nil
 		}))
+	require.NoError(t, err)
+	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 
 	const (
@@ -77,7 +111,7 @@ func TestSeed004Drill(t *testing.T) {
 		wg                           sync.WaitGroup
 	)
 	get := func(url string) (*http.Response, string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		ctx, cancel := context.WithTimeout(context.Background(), drillGuard)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -105,7 +139,7 @@ func TestSeed004Drill(t *testing.T) {
 					if err != nil {
 						return
 					}
-					if cause, ok := FromFallback(resp); ok && body == "payment processing" {
+					if cause, ok := httpx.FromFallback(resp); ok && body == "payment processing" {
 						paymentsDegraded.Add(1)
 						n, _ := causes.LoadOrStore(cause, new(atomic.Int64))
 						n.(*atomic.Int64).Add(1)
@@ -150,6 +184,6 @@ func TestSeed004Drill(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0), invPipe.Bulkhead().Snapshot().Calls[catalog.AdmissionRejected])
 	assert.Equal(t, catalog.StateClosed, invPipe.Breaker().State())
-	assert.Less(t, elapsed, guard)
+	assert.Less(t, elapsed, drillGuard)
 	t.Logf("drill: %d payments degraded (bank hit %d times), %d inventory ok, in %v", paymentsDegraded.Load(), hits, inventoryOK.Load(), elapsed)
 }

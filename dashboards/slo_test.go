@@ -1,0 +1,160 @@
+package dashboards
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormwatch-go/stormwatch/rules"
+)
+
+func sloInfos(t *testing.T, cfg rules.Config) []rules.SLOInfo {
+	t.Helper()
+	infos, err := rules.SLOs(cfg)
+	require.NoError(t, err)
+	return infos
+}
+
+var testSLOs = rules.Config{SLOs: []rules.SLO{
+	{Name: "payments", Objective: 0.999},
+	{ID: "core", NameRegex: "inventory|recs", Objective: 0.99, Period: 7 * 24 * time.Hour, Source: rules.SLOSourceBreaker},
+}}
+
+// TestGenerateSLOsProducesAValidDashboard: the SLOs dashboard passes the SDK's strict decoder
+// and Validate, has one row per SLO with the same panels, unique ids, and every query selects
+// its row's SLO through the variables and the selector.
+func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
+	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `cluster="eu-1"`, TitlePrefix: "Shop", UIDPrefix: strings.Repeat("u", MaxUIDPrefixLen)}} {
+		rc := testSLOs
+		rc.Namespace, rc.Selector = cfg.Namespace, cfg.Selector
+		infos := sloInfos(t, rc)
+		files, err := GenerateSLOs(cfg, infos)
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		d := decodeStrict(t, files[0].Data)
+		require.NotNil(t, d.Uid)
+		assert.Equal(t, Dir+"/"+*d.Uid+".json", files[0].Path)
+		assert.LessOrEqual(t, len(*d.Uid), maxUID)
+		assert.True(t, strings.HasSuffix(*d.Uid, "-slos"))
+		assert.True(t, strings.HasSuffix(*d.Title, " / SLOs"))
+
+		ids := map[uint32]bool{}
+		var rows []*dashboard.RowPanel
+		for _, p := range d.Panels {
+			var id uint32
+			switch {
+			case p.RowPanel != nil:
+				rows = append(rows, p.RowPanel)
+				id = p.RowPanel.Id
+			case p.Panel != nil:
+				id = *p.Panel.Id
+			}
+			assert.False(t, ids[id], "panel id %d reused", id)
+			ids[id] = true
+		}
+		require.Len(t, rows, len(infos))
+		assert.Contains(t, *rows[0].Title, "SLO payments: payments, 99.9% over 30d")
+		assert.Contains(t, *rows[1].Title, "SLO core: names matching inventory|recs, 99% over 1w")
+
+		row := -1
+		for _, p := range d.Panels {
+			if p.RowPanel != nil {
+				row++
+				continue
+			}
+			pn := p.Panel
+			switch pn.Type {
+			case "stat":
+				assert.IsType(t, &stat.Options{}, pn.Options)
+			case "timeseries":
+				assert.IsType(t, &timeseries.Options{}, pn.Options)
+			default:
+				t.Errorf("panel %q: unexpected type %q", *pn.Title, pn.Type)
+			}
+			require.NotEmpty(t, pn.Targets, *pn.Title)
+			require.NotNil(t, pn.FieldConfig.Defaults.Unit)
+			for _, tg := range pn.Targets {
+				q := tg.(*prometheus.Dataquery).Expr
+				assert.Contains(t, q, `slo="`+infos[row].ID+`"`, *pn.Title)
+				assert.Contains(t, q, `name=~"$name"`, *pn.Title)
+				assert.Contains(t, q, `job=~"$job"`, *pn.Title)
+				if cfg.Selector != "" {
+					assert.Contains(t, q, cfg.Selector, *pn.Title)
+				}
+			}
+		}
+		var names []string
+		for _, v := range d.Templating.List {
+			names = append(names, v.Name)
+		}
+		assert.Equal(t, []string{"datasource", "job", "name"}, names)
+	}
+}
+
+// TestSLODashboardBurnRatePanels: the burn rate of every window, divided by the SLO's error
+// budget, against the alert thresholds; the budget and SLI stats.
+func TestSLODashboardBurnRatePanels(t *testing.T) {
+	infos := sloInfos(t, testSLOs)
+	files, err := GenerateSLOs(Config{}, infos)
+	require.NoError(t, err)
+	d := decodeStrict(t, files[0].Data)
+	byTitle := map[string][]dashboard.Panel{}
+	for _, p := range panels(d) {
+		byTitle[*p.Title] = append(byTitle[*p.Title], p)
+	}
+	burn := byTitle["Burn rate by window"]
+	require.Len(t, burn, 2)
+	for i, p := range burn {
+		require.Len(t, p.Targets, 7, "one query per window")
+		for j, tg := range p.Targets {
+			q := tg.(*prometheus.Dataquery).Expr
+			assert.True(t, strings.HasPrefix(q, infos[i].ErrorRatio[j]+"{"), q)
+			assert.True(t, strings.HasSuffix(q, " / "+number(infos[i].ErrorBudget)), q)
+		}
+		var steps []float64
+		for _, s := range p.FieldConfig.Defaults.Thresholds.Steps {
+			if s.Value != nil {
+				steps = append(steps, *s.Value)
+			}
+		}
+		assert.Equal(t, []float64{1, 3, 6, 14.4}, steps, "the alert thresholds")
+	}
+	budget := byTitle["Error budget remaining (30d)"]
+	require.Len(t, budget, 1)
+	assert.Contains(t, budget[0].Targets[0].(*prometheus.Dataquery).Expr, infos[0].BudgetRemaining)
+	assert.Len(t, byTitle["SLI over 30d"], 1)
+	assert.Len(t, byTitle["SLI over 1w"], 1)
+}
+
+// TestSLODashboardUIDMatchesTheAlerts: the burn-rate alerts' dashboard_url opens this dashboard.
+func TestSLODashboardUIDMatchesTheAlerts(t *testing.T) {
+	files, err := GenerateSLOs(Config{}, sloInfos(t, testSLOs))
+	require.NoError(t, err)
+	assert.Equal(t, Dir+"/"+rules.SLODashboardUID+".json", files[0].Path)
+}
+
+func TestGenerateSLOsWithoutSLOs(t *testing.T) {
+	files, err := GenerateSLOs(Config{}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, files)
+	_, err = GenerateSLOs(Config{UIDPrefix: "a b"}, sloInfos(t, testSLOs))
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, fieldUIDPrefix, ce.Field)
+}
+
+func TestGenerateSLOsIsDeterministic(t *testing.T) {
+	infos := sloInfos(t, testSLOs)
+	a, err := GenerateSLOs(Config{}, infos)
+	require.NoError(t, err)
+	b, err := GenerateSLOs(Config{}, infos)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+}

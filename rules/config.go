@@ -242,7 +242,7 @@ type resolved struct {
 	dashUIDPrefix string
 	dependencyUID string
 	dashVars      []string
-	slos        []*resolvedSLO
+	slos          []*resolvedSLO
 }
 
 // dependencyTitle is the title of the Dependency dashboard.

@@ -357,17 +357,17 @@ and on (%[3]s)
 	{
 		name: AlertBulkheadSaturated, group: GroupBulkhead, severity: "warning",
 		threshold: 0.9, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
-		thresholdDoc: "share (0..1) of the bulkhead's permits in use, on the busiest instance",
+		thresholdDoc: "share (0..1) of the bulkhead's permits in use on average over the {window} window, on the busiest instance",
 		forDur:       10 * time.Minute,
 		summary:      "Bulkhead is nearly full.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return fmt.Sprintf("max by (%s) (\n  %s\n/\n  (%s > 0)\n) > %s", r.by(false),
-				r.last(r.sel(r.name(catalog.BulkheadInflight))), r.last(r.sel(r.name(catalog.BulkheadMaxConcurrent))), num(s.threshold))
+			return fmt.Sprintf("max by (%s) (\n  avg_over_time(%s)\n/\n  (%s > 0)\n) > %s", r.by(false),
+				r.rangeOf(r.sel(r.name(catalog.BulkheadInflight))), r.last(r.sel(r.name(catalog.BulkheadMaxConcurrent))), num(s.threshold))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Bulkhead %s has %s of its permits in use on its busiest instance (threshold %s), for %s: the next burst will be rejected.",
-				r.subject(false, a.ref), a.value, pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Bulkhead %s had %s of its permits in use on average over the last %s on its busiest instance (threshold %s), for %s: the next burst will be rejected.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
 	{

@@ -36,7 +36,7 @@ const (
 	// DefaultRateWindow is the rate window unless Config.RateWindow is set.
 	DefaultRateWindow = 5 * time.Minute
 	// MinRateWindow and MaxRateWindow bound Config.RateWindow.
-	MinRateWindow = time.Minute
+	MinRateWindow = 30 * time.Second
 	MaxRateWindow = time.Hour
 	// MaxGroupBy caps the number of Config.GroupBy labels: each one is part of every
 	// recorded series' name and of every alert's label set.
@@ -102,12 +102,16 @@ type Config struct {
 	// on them use (`rate(…[5m])`); the recorded series are named after it
 	// (…:rate5m, …:ratio_rate5m; …:rate1m with a 1m window), and the generated tests and
 	// runbooks follow it. 0 means DefaultRateWindow (5m). It must be a whole number of seconds
-	// in [MinRateWindow, MaxRateWindow] (1m to 1h), and should be at least 4× the scrape
-	// interval, so that every window holds several samples of each counter. Windows with a
-	// meaning of their own are not affected: CircuitBreakerStuckOpen's lookback (its threshold,
-	// at least 2m), CircuitBreakerFlapping's 15m, RetryBudgetExhausted's 2m rate and
-	// RetryRateSpike's one-hour offset. An alert whose for is shorter than the rate window
-	// fires on blips: a short burst stays in the window for the whole window.
+	// in [MinRateWindow, MaxRateWindow] (30s to 1h), and should be at least 4× the scrape
+	// interval, so that every window holds several samples of each counter (30s suits scrapes
+	// every few seconds, such as the demo's). The gauges the alerts read (trip timestamps,
+	// breaker states, slow-call rates, bulkhead permits) are read over the rate window too
+	// (last_over_time, avg_over_time), so that a failed scrape does not restart a for. Windows
+	// with a meaning of their own are not affected: CircuitBreakerStuckOpen's and
+	// CircuitBreakerOpenFleetWide's lookback for rejections (at least 2m),
+	// CircuitBreakerFlapping's 15m, RetryBudgetExhausted's minutes and RetryRateSpike's
+	// one-hour offset. An alert whose for is shorter than the rate window fires on blips: a
+	// short burst stays in the window for the whole window.
 	RateWindow time.Duration
 	// DashboardTitlePrefix is the title prefix of the generated Grafana dashboards, which the
 	// runbooks point at ("<prefix> / Overview"); "" means DefaultDashboardTitlePrefix.

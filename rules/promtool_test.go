@@ -115,6 +115,14 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 			},
 		},
 		"rate window 1m, defaults otherwise": {RateWindow: time.Minute},
+		// The shortest window (scrapes every few seconds) and fors that are no whole number of
+		// evaluation intervals, as in the demo profile.
+		"rate window 30s": {RateWindow: 30 * time.Second, Alerts: map[string]AlertConfig{
+			AlertStuckOpen: {Threshold: ptr(25.0), For: ptr(10 * time.Second)}, AlertRejectingCalls: {For: ptr(time.Minute)},
+			AlertRetryRateHigh: {For: ptr(45 * time.Second)}, AlertRetryBudgetExhausted: {For: ptr(90 * time.Second)}, AlertRetryRateSpike: {For: ptr(time.Minute)}, AlertRetriesNotRescuing: {For: ptr(time.Minute)},
+			AlertBulkheadRejectionsHigh: {For: ptr(time.Minute)}, AlertBulkheadSaturated: {For: ptr(30 * time.Second)},
+			AlertFallbackSustained: {For: ptr(time.Minute)}, AlertSlowCallRateHigh: {For: ptr(30 * time.Second)},
+		}},
 		// The configuration of the issue: group_by without name (it is always kept) and a selector.
 		"group_by cluster and job, with a selector": {GroupBy: []string{"cluster", "job"}, Selector: `job=~"checkout|cart", cluster!="dev"`},
 		// A long rate window (slow scrapes), not a whole number of minutes: the fors on rates
@@ -185,8 +193,9 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"idle breaker pages (traffic clause dropped)", AlertStuckOpen, "and on (job, name, instance)", "or on (job, name, instance)", "idle: an open breaker without traffic"},
 		{"trip cause dropped", AlertStuckOpen, "max by (job, name, instance, cause)", "max by (job, name, instance)", "names the cause slow_call_rate"},
 		{"stuck-open gauge read as it is (a failed scrape restarts for)", AlertStuckOpen, "last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[5m])", "resilience_circuitbreaker_tripped_since_timestamp_seconds", "one scrape failed"},
-		{"blip pages (for dropped)", AlertBulkheadSaturated, "for: 10m", "for: 0s", "blip"},
-		{"bulkhead gauge read as it is (a failed scrape restarts for)", AlertBulkheadSaturated, "last_over_time(resilience_bulkhead_inflight_calls[5m])", "resilience_bulkhead_inflight_calls", "one scrape failed"},
+		{"blip pages (for dropped)", AlertSlowCallRateHigh, "for: 10m", "for: 0s", "blip"},
+		{"saturation fires too early (for dropped)", AlertBulkheadSaturated, "for: 10m", "for: 0s", "fires when every permit is in use"},
+		{"bulkhead gauge read as it is (a failed scrape restarts for)", AlertBulkheadSaturated, "avg_over_time(resilience_bulkhead_inflight_calls[5m])", "resilience_bulkhead_inflight_calls", "one scrape failed"},
 		{"slow-call gauge read as it is (a restart resets for)", AlertSlowCallRateHigh, "last_over_time(resilience_circuitbreaker_slow_call_rate[5m])", "resilience_circuitbreaker_slow_call_rate", "process restarts"},
 		{"no resolution (keep_firing_for far too long)", AlertRetryRateHigh, "ratio_rate5m > 0.05\n        for: 5m", "ratio_rate5m > 0.05\n        for: 5m\n        keep_firing_for: 1h", "resolves"},
 		{"spike compared without the hour-ago baseline", AlertRetryRateSpike, "offset 1h", "offset 0s", "fires when the retry rate jumps"},

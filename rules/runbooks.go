@@ -366,9 +366,9 @@ var runbooks = map[string]runbook{
 		},
 	},
 	AlertBulkheadSaturated: {
-		meaning: "On the busiest instance, more than the configured share of the bulkhead's permits have been in use for the `for` duration. Rejections have not necessarily started, but the next burst will be rejected.",
+		meaning: "On the busiest instance, more than the configured share of the bulkhead's permits have been in use, on average over the last {window words}, for the `for` duration. Rejections have not necessarily started, but the next burst will be rejected.",
 		notes: []string{
-			"In-flight and maximum permits are read with `last_over_time` over the rate window, so one failed scrape does not restart the `for`; a target that disappears leaves the alert within one rate window.",
+			"The permits in use are averaged over the rate window (`avg_over_time`): a sampled gauge dips between calls, and one scrape with a permit free would otherwise restart the `for`; a failed scrape does not restart it either. A target that disappears leaves the alert within one rate window.",
 		},
 		impact: "None yet; it is a capacity warning. Latency may already include waiting for permits.",
 		causes: []string{

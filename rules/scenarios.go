@@ -46,7 +46,7 @@ func (c *scenario) value(tracks []*track, at time.Duration) float64 {
 	case AlertBulkheadRejectionsHigh:
 		return sumRate(tracks, at, w, catalog.BulkheadCalls, kind, catalog.AdmissionRejected.String()) / sumRate(tracks, at, w, catalog.BulkheadCalls)
 	case AlertBulkheadSaturated:
-		return maxLast(tracks, at, w, catalog.BulkheadInflight) / maxLast(tracks, at, w, catalog.BulkheadMaxConcurrent)
+		return maxAvg(tracks, at, w, catalog.BulkheadInflight) / maxLast(tracks, at, w, catalog.BulkheadMaxConcurrent)
 	case AlertFallbackSustained:
 		return sumRate(tracks, at, w, catalog.FallbackCalls)
 	case AlertSlowCallRateHigh:
@@ -702,41 +702,44 @@ func trafficScenarios(c *scenario, build trafficBuild, badPerStep float64, condS
 	})
 
 	// Restarts: one while pending, one while firing; each resets the counters and misses two
-	// scrapes. One failed scrape while pending.
-	gap := 2 * step
-	// The first restart while pending, but not before the counters have grown past what the new
-	// process counts by its first scrape (or the reset would go unnoticed: a real process has
-	// been counting for far longer).
-	r1 := max(start+condSureLag+ceilStep(c.forDur()/2), start+5*step)
-	r2 := F + time.Minute
-	restarts := sortChecks(slices.Concat(fire, firingAt(r2-step, r2, r2+step, r2+gap, r2+gap+window)))
-	end = lastCheck(restarts) + time.Minute
+	// scrapes. One failed scrape while pending. A window of fewer than four scrapes cannot ride
+	// out missed scrapes (a rate needs two samples in it): those cases need a wider window.
 	bad, good := badPhase(forever)
-	tracks := build(end, bad, good)
-	if r1+gap < r2 {
-		restart(r1, gap, tracks...)
+	if window >= 4*step {
+		gap := 2 * step
+		// The first restart while pending, but not before the counters have grown past what the new
+		// process counts by its first scrape (or the reset would go unnoticed: a real process has
+		// been counting for far longer).
+		r1 := max(start+condSureLag+ceilStep(c.forDur()/2), start+5*step)
+		r2 := F + time.Minute
+		restarts := sortChecks(slices.Concat(fire, firingAt(r2-step, r2, r2+step, r2+gap, r2+gap+window)))
+		end = lastCheck(restarts) + time.Minute
+		tracks := build(end, bad, good)
+		if r1+gap < r2 {
+			restart(r1, gap, tracks...)
+		}
+		restart(r2, gap, tracks...)
+		out = append(out, testCase{
+			name:   c.name("fires on time and keeps firing through process restarts at %s and %s (counters reset, two missed scrapes each)", FormatDuration(r1), FormatDuration(r2)),
+			tracks: tracks,
+			checks: restarts,
+		})
+		fs := r1
+		failed := sortChecks(append(slices.Clone(fire), check{at: max(fs, F), firing: true}))
+		end = lastCheck(failed) + time.Minute
+		tracks = build(end, bad, good)
+		failScrape(fs, tracks...)
+		out = append(out, testCase{
+			name:   c.name("fires on time although one scrape failed at %s while it was pending", FormatDuration(fs)),
+			tracks: tracks,
+			checks: failed,
+		})
 	}
-	restart(r2, gap, tracks...)
-	out = append(out, testCase{
-		name:   c.name("fires on time and keeps firing through process restarts at %s and %s (counters reset, two missed scrapes each)", FormatDuration(r1), FormatDuration(r2)),
-		tracks: tracks,
-		checks: restarts,
-	})
-	fs := r1
-	failed := sortChecks(append(slices.Clone(fire), check{at: max(fs, F), firing: true}))
-	end = lastCheck(failed) + time.Minute
-	tracks = build(end, bad, good)
-	failScrape(fs, tracks...)
-	out = append(out, testCase{
-		name:   c.name("fires on time although one scrape failed at %s while it was pending", FormatDuration(fs)),
-		tracks: tracks,
-		checks: failed,
-	})
 
 	G := F + time.Minute
 	gone := slices.Concat(fire, []check{{at: G - step, firing: true}, {at: ceilStep(G+window+c.keep()) + step}})
 	end = lastCheck(gone) + time.Minute
-	tracks = build(end, bad, good)
+	tracks := build(end, bad, good)
 	disappear(G, tracks...)
 	out = append(out, testCase{
 		name:   c.name("resolves within its window (%s) when the target disappears", FormatDuration(window)),
@@ -921,7 +924,15 @@ func saturatedScenarios(c *scenario) ([]testCase, error) {
 			c.gauge(catalog.BulkheadInflight, end, inflight),
 		}
 	}
-	return gaugeScenarios(c, build, permits, 0, 0,
+	// Utilisation is averaged over the rate window: it crosses the threshold once enough of the
+	// window's samples have every permit in use (fewer at first, while the window still reaches
+	// back before the first sample).
+	probe := build(t0+c.r.rateWindow+time.Minute, when(t0, forever, permits, 0))
+	lag := time.Duration(0)
+	for maxAvg(probe, t0+lag, c.r.rateWindow, catalog.BulkheadInflight)/permits <= c.s.threshold {
+		lag += step
+	}
+	return gaugeScenarios(c, build, permits, 0, 0, lag, c.r.rateWindow,
 		"fires when every permit is in use", "a 15s blip with every permit in use does not fire", "idle (no calls in flight) does not fire"), nil
 }
 
@@ -937,18 +948,22 @@ func slowCallScenarios(c *scenario) ([]testCase, error) {
 			c.gauge(catalog.BreakerSlowCallRate, end, rate),
 		}
 	}
-	return gaugeScenarios(c, build, high, 0, math.NaN(),
+	return gaugeScenarios(c, build, high, 0, math.NaN(), 0, 0,
 		fmt.Sprintf("fires at a slow-call rate of %s against a threshold of %s", fnum(high), fnum(breakerThreshold)),
 		"a 15s blip of slow calls does not fire",
 		"idle (rate NaN below the minimum number of calls) does not fire"), nil
 }
 
 // gaugeScenarios are the cases of an alert on a gauge that is high from t0 on.
+//
+// lag is how long after t0 the condition is surely true (0 for a gauge read as it is; for one
+// averaged over the rate window, until the average crosses the threshold), clearLag how long
+// after the recovery it is surely false again.
 func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Duration) float64) []*track,
-	high, low, idleValue float64, fireDesc, blipDesc, idleDesc string) []testCase {
+	high, low, idleValue float64, lag, clearLag time.Duration, fireDesc, blipDesc, idleDesc string) []testCase {
 	W := c.r.rateWindow
 	var out []testCase
-	fire := c.fires(t0, t0)
+	fire := c.fires(t0+lag, t0+lag)
 	F := lastCheck(fire)
 	end := F + time.Minute
 	out = append(out, testCase{name: c.name("%s", fireDesc), tracks: build(end, when(t0, forever, high, low)), checks: fire})
@@ -958,40 +973,44 @@ func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Durat
 	out = append(out, testCase{name: c.name("%s", blipDesc), tracks: build(end, when(t0, t0+step, high, low)), checks: quiet})
 	out = append(out, testCase{name: c.name("%s", idleDesc), tracks: build(end, func(time.Duration) float64 { return idleValue }), checks: quiet})
 	R := F + time.Minute
-	res := slices.Concat(fire, c.resolves(R, R))
+	res := slices.Concat(fire, c.resolves(R, R+clearLag))
 	end = lastCheck(res) + time.Minute
 	out = append(out, testCase{name: c.name("resolves after recovery"), tracks: build(end, when(t0, R, high, low)), checks: res})
 
-	fs := t0 + ceilStep(c.forDur()/2)
-	failed := sortChecks(append(slices.Clone(fire), check{at: max(fs, F), firing: true}))
-	end = lastCheck(failed) + time.Minute
-	tracks := build(end, when(t0, forever, high, low))
-	failScrape(fs, tracks...)
-	out = append(out, testCase{
-		name:   c.name("fires on time although one scrape failed at %s while it was pending", FormatDuration(fs)),
-		tracks: tracks,
-		checks: failed,
-	})
+	// A failed scrape and restarts: the gauges are read over the rate window, which must hold
+	// more than the missed scrapes.
+	if W >= 4*step {
+		fs := t0 + lag + ceilStep(c.forDur()/2)
+		failed := sortChecks(append(slices.Clone(fire), check{at: max(fs, F), firing: true}))
+		end = lastCheck(failed) + time.Minute
+		tracks := build(end, when(t0, forever, high, low))
+		failScrape(fs, tracks...)
+		out = append(out, testCase{
+			name:   c.name("fires on time although one scrape failed at %s while it was pending", FormatDuration(fs)),
+			tracks: tracks,
+			checks: failed,
+		})
 
-	gap := 2 * step
-	r1, r2 := fs, F+time.Minute
-	restarts := sortChecks(slices.Concat(fire, firingAt(r2-step, r2, r2+step, r2+gap, r2+gap+time.Minute)))
-	end = lastCheck(restarts) + time.Minute
-	tracks = build(end, when(t0, forever, high, low))
-	if r1+gap < r2 {
-		restart(r1, gap, tracks...)
+		gap := 2 * step
+		r1, r2 := fs, F+time.Minute
+		restarts := sortChecks(slices.Concat(fire, firingAt(r2-step, r2, r2+step, r2+gap, r2+gap+time.Minute)))
+		end = lastCheck(restarts) + time.Minute
+		tracks = build(end, when(t0, forever, high, low))
+		if r1+gap < r2 {
+			restart(r1, gap, tracks...)
+		}
+		restart(r2, gap, tracks...)
+		out = append(out, testCase{
+			name:   c.name("fires on time and keeps firing through process restarts at %s and %s (two missed scrapes each)", FormatDuration(r1), FormatDuration(r2)),
+			tracks: tracks,
+			checks: restarts,
+		})
 	}
-	restart(r2, gap, tracks...)
-	out = append(out, testCase{
-		name:   c.name("fires on time and keeps firing through process restarts at %s and %s (two missed scrapes each)", FormatDuration(r1), FormatDuration(r2)),
-		tracks: tracks,
-		checks: restarts,
-	})
 
 	G := F + time.Minute
 	gone := slices.Concat(fire, []check{{at: G - step, firing: true}, {at: ceilStep(G+W+c.keep()) + step}})
 	end = lastCheck(gone) + time.Minute
-	tracks = build(end, when(t0, forever, high, low))
+	tracks := build(end, when(t0, forever, high, low))
 	disappear(G, tracks...)
 	out = append(out, testCase{
 		name:   c.name("resolves within the rate window (%s) when the target disappears", FormatDuration(W)),

@@ -346,6 +346,30 @@ func (tr *track) last(at, window time.Duration) (float64, bool) {
 	return vs[len(vs)-1], true
 }
 
+// avg is avg_over_time(tr[window]) at time at.
+func (tr *track) avg(at, window time.Duration) (float64, bool) {
+	_, vs := tr.points(at, window)
+	if len(vs) == 0 {
+		return 0, false
+	}
+	var sum float64
+	for _, v := range vs {
+		sum += v
+	}
+	return sum / float64(len(vs)), true
+}
+
+// maxAvg is max(avg_over_time(m{match}[window])) at time at.
+func maxAvg(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
+	out := math.Inf(-1)
+	for _, tr := range selectTracks(tracks, m, match...) {
+		if v, ok := tr.avg(at, window); ok && v > out {
+			out = v
+		}
+	}
+	return out
+}
+
 // selectTracks returns the tracks of metric m whose labels include the pairs of match.
 func selectTracks(tracks []*track, m catalog.Metric, match ...string) []*track {
 	var out []*track
@@ -473,7 +497,10 @@ func (c *scenario) name(format string, args ...any) string {
 	return c.sp.name + ": " + fmt.Sprintf(format, args...)
 }
 
-func (c *scenario) forDur() time.Duration { return c.s.forDur }
+// forDur is the alert's for as the evaluations see it: an alert fires at the first evaluation at
+// least for after it became pending, so a for that is not a whole number of steps counts as the
+// next whole number.
+func (c *scenario) forDur() time.Duration { return ceilStep(c.s.forDur) }
 func (c *scenario) keep() time.Duration   { return c.s.keep }
 
 // fires returns the checks of a firing scenario whose condition can become true no earlier

@@ -73,7 +73,7 @@ func TestDemoProfileRules(t *testing.T) {
 		rest := string(rulesYAML)[i:]
 		f := rest[strings.Index(rest, "for: ")+len("for: "):]
 		f = f[:strings.IndexByte(f, '\n')]
-		assert.Contains(t, []string{"10s", "15s", "30s", "45s", "1m"}, f, "%s for", alert)
+		assert.Contains(t, []string{"10s", "15s", "30s", "50s", "1m", "1m5s"}, f, "%s for", alert)
 	}
 
 	promtool, err := filepath.Abs("../../bin/promtool")

@@ -294,9 +294,12 @@ func (c *checker) check(p parser.Parser, q dashQuery) {
 			for _, g := range n.Grouping {
 				assert.Contains(c.t, have, g, "%s: by (%s) names a label no selected series has", q.where, g)
 			}
+			if keepsLabels(n) {
+				break // topk and bottomk select series, labels and all
+			}
 			inAgg := false
 			for _, a := range path {
-				if _, ok := a.(*parser.AggregateExpr); ok {
+				if ae, ok := a.(*parser.AggregateExpr); ok && !keepsLabels(ae) {
 					inAgg = true
 				}
 			}
@@ -313,6 +316,11 @@ func (c *checker) check(p parser.Parser, q dashQuery) {
 	}
 }
 
+// keepsLabels reports whether an aggregation returns its input series with their labels.
+func keepsLabels(n *parser.AggregateExpr) bool {
+	return n.Op == parser.TOPK || n.Op == parser.BOTTOMK
+}
+
 func TestDashboardQueriesParseAndUseOnlyCatalogMetricsAndLabels(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	for _, tc := range []struct {
@@ -327,6 +335,7 @@ func TestDashboardQueriesParseAndUseOnlyCatalogMetricsAndLabels(t *testing.T) {
 		{"selector", dashboards.Config{Selector: `cluster="eu-1", env!~"dev|test"`}, catalog.DefaultNamespace, []string{"cluster", "env"}},
 		{"prefixes", dashboards.Config{TitlePrefix: "Shop", UIDPrefix: "shop", Provisioning: true}, catalog.DefaultNamespace, nil},
 		{"classic histograms", dashboards.Config{Histograms: dashboards.ClassicHistograms}, catalog.DefaultNamespace, nil},
+		{"group_by", dashboards.Config{GroupBy: []string{"cluster", "job"}, Selector: `env="prod"`}, catalog.DefaultNamespace, []string{"cluster", "env"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &checker{t: t, ns: tc.ns, extraLabels: tc.extraLabels, seen: map[string]bool{}}
@@ -347,8 +356,15 @@ func TestDashboardsShowEveryCatalogMetric(t *testing.T) {
 			c.check(p, q)
 		}
 	}
+	// Exported only by a collector with full detail: no default panel depends on them.
+	fullDetailOnly := map[string]bool{
+		catalog.BreakerFailureRateThreshold.FullName(catalog.DefaultNamespace): true,
+		catalog.BreakerOpenDuration.FullName(catalog.DefaultNamespace):         true,
+		catalog.BulkheadWaiting.FullName(catalog.DefaultNamespace):             true,
+	}
 	for _, m := range catalog.All() {
-		assert.True(t, c.seen[m.FullName(catalog.DefaultNamespace)], "%s is on no panel", m.FullName(catalog.DefaultNamespace))
+		assert.Equal(t, !fullDetailOnly[m.FullName(catalog.DefaultNamespace)], c.seen[m.FullName(catalog.DefaultNamespace)],
+			"%s on a panel (every metric the default collector exports, and no other)", m.FullName(catalog.DefaultNamespace))
 	}
 }
 
@@ -630,17 +646,29 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	}
 	// The state timeline encodes open as its index in catalog.States.
 	assert.Equal(t, float64(slicesIndex(catalog.Names(catalog.States[:]), catalog.StateOpen.String())), one(`stormwatch-overview panel "Breaker state" A`))
-	assert.Equal(t, 1.0, one(`stormwatch-overview panel "Breakers not closed" A`))
+	assert.Equal(t, 1.0, one(`stormwatch-overview panel "Dependencies with a breaker open" A`))
+	// The "who is hurting" table: one row for the one dependency, in every column.
+	assert.Equal(t, 2.0, one(`stormwatch-overview panel "Who is hurting" A`), "open ranks 2")
+	assert.InDelta(t, evalAt.Seconds()-evalTripped, one(`stormwatch-overview panel "Who is hurting" B`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.CallKinds)+1), one(`stormwatch-overview panel "Who is hurting" C`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.RetryKinds)), one(`stormwatch-overview panel "Who is hurting" D`), 1e-9)
+	assert.InDelta(t, 1.0/60, one(`stormwatch-overview panel "Who is hurting" E`), 1e-9)
+	assert.InDelta(t, float64(len(catalog.Causes))/60, one(`stormwatch-overview panel "Who is hurting" F`), 1e-9)
+	assert.NotEmpty(t, byWhere[`stormwatch-overview panel "Who is hurting" B`][0].Metric.Get(catalog.LabelCause), "the trip cause is a column")
 	// Retry rate = rate(attempts) / rate(calls): 1 attempt a minute over 5 call kinds a minute.
-	assert.InDelta(t, 1.0/float64(len(catalog.RetryKinds)), one(`stormwatch-overview panel "Retry rate" A`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.RetryKinds)), one(`stormwatch-overview panel "Worst retry rate" A`), 1e-9)
 	// Rejection ratios.
-	assert.InDelta(t, 1.0/float64(len(catalog.Admissions)), one(`stormwatch-overview panel "Bulkhead rejections" A`), 1e-9)
+	assert.InDelta(t, 1.0/float64(len(catalog.Admissions)), one(`stormwatch-overview panel "Worst bulkhead rejections" A`), 1e-9)
 	assert.InDelta(t, 1.0/float64(len(catalog.CallKinds)+1), one(`stormwatch-overview panel "Breaker rejection ratio" A`), 1e-9)
 	assert.InDelta(t, 1.0/float64(len(catalog.TimeoutKinds)), one(`stormwatch-overview panel "Timed-out ratio" A`), 1e-9)
 	// Rescue rate: successful_with_retry / (successful_with_retry + failed_with_retry).
 	assert.InDelta(t, 0.5, one(`stormwatch-overview panel "Rescue rate" A`), 1e-9)
 	// Time since the trip.
-	assert.InDelta(t, evalAt.Seconds()-evalTripped, one(`stormwatch-overview panel "Time since trip vs open duration" A`), 1e-9)
+	// Time since the trip, per trip cause (the synthetic scrape has a series of every cause).
+	require.Len(t, byWhere[`stormwatch-overview panel "Time since trip" A`], len(catalog.TripCauses))
+	for _, s := range byWhere[`stormwatch-overview panel "Time since trip" A`] {
+		assert.InDelta(t, evalAt.Seconds()-evalTripped, s.F, 1e-9)
+	}
 	assert.InDelta(t, evalAt.Seconds()-evalTripped, one(`stormwatch-dependency panel "Longest not-closed episode" A`), 1e-9)
 	// Bulkhead utilisation: in-flight 4 of max 4.
 	assert.InDelta(t, 1.0, one(`stormwatch-dependency panel "Bulkhead utilisation" A`), 1e-9)

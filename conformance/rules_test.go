@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ var ruleConfigs = []ruleConfig{
 	},
 	{name: "no namespace", cfg: rules.Config{Namespace: rules.NoNamespace, GroupBy: []string{"name"}}, ns: "", groupBy: []string{"name"}},
 	{name: "rate window 1m", cfg: rules.Config{RateWindow: time.Minute, Selector: `env="prod"`}, ns: catalog.DefaultNamespace, groupBy: []string{"job", "name", "env"}},
+	{name: "group_by without name", cfg: rules.Config{GroupBy: []string{"cluster", "job"}, Selector: `env=~"prod|staging", cluster!="dev"`},
+		ns: catalog.DefaultNamespace, groupBy: []string{"cluster", "job", "name", "env"}},
 }
 
 // testingT is what the checker reports to: *testing.T, or a recorder in the self-tests.
@@ -77,6 +80,9 @@ func newChecker(t testingT, rc ruleConfig) *checker {
 			}
 			if strings.HasSuffix(level, "_cause") {
 				ls = append(ls, catalog.LabelCause)
+			}
+			if strings.HasSuffix(level, "_instance") {
+				ls = append(ls, "instance")
 			}
 			c.recorded[rl.Record] = ls
 		}
@@ -179,6 +185,29 @@ func (c *checker) check(where, expr string, requireSelector, requireGroupBy bool
 	return e
 }
 
+// templateQueryRE finds the queries an alert template runs: {{ with printf "<query>" $labels.a … | query }}.
+var templateQueryRE = regexp.MustCompile(`printf ("(?:[^"\\]|\\.)*")((?: \$labels\.[a-zA-Z_][a-zA-Z0-9_]*)*) \| query`)
+
+// templateQueries returns the PromQL of every query in an annotation, with the alert's label
+// values (printf's %q verbs) filled in.
+func templateQueries(t testingT, annotation string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range templateQueryRE.FindAllStringSubmatch(annotation, -1) {
+		format, err := strconv.Unquote(m[1])
+		require.NoError(t, err, m[1])
+		args := strings.Fields(m[2])
+		values := make([]any, len(args))
+		for i := range args {
+			values[i] = "value"
+		}
+		q := fmt.Sprintf(format, values...)
+		require.NotContains(t, q, "%!", "printf verbs and $labels arguments match: %s", m[0])
+		out = append(out, q)
+	}
+	return out
+}
+
 func hasMatcher(ms []*labels.Matcher, want *labels.Matcher) bool {
 	for _, m := range ms {
 		if m.Name == want.Name && m.Type == want.Type && m.Value == want.Value {
@@ -207,13 +236,16 @@ func TestRuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 					}
 					if rl.Alert != "" {
 						assert.Equal(t, parser.ValueTypeVector, e.Type(), where)
-						for _, a := range rl.Annotations {
-							assert.NotContains(t, a, "{{ $value", "%s: annotations do not depend on $value (the tests expand them exactly)", where)
+						assert.Contains(t, rl.Annotations["description"], "$value", "%s: the description states the measured value", where)
+						for name, a := range rl.Annotations {
+							for _, q := range templateQueries(t, a) {
+								c.check(where+" annotation "+name+" query", q, true, false)
+							}
 						}
 					}
 				}
 			}
-			assert.Equal(t, 22, n)
+			assert.Equal(t, 23, n)
 		})
 	}
 }
@@ -357,8 +389,14 @@ func TestCheckerCatchesViolations(t *testing.T) {
 // CircuitBreakerFlapping's 15m; in the runbooks also "trips in the last hour" and the 10m
 // outcomes of RetriesNotRescuing), and names every recorded series.
 func TestRateWindowReachesEveryRate(t *testing.T) {
-	ownInRules := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true}
-	ownInRunbooks := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, 10 * time.Minute: true, time.Hour: true}
+	// Windows with a meaning of their own: StuckOpen's and FleetWide's evidence of impact (2m),
+	// the flapping window (15m), the budget's minutes (1m), RetryRateSpike's first-hour baseline (1h).
+	ownInRules := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, time.Minute: true, time.Hour: true}
+	ownInRunbooks := map[time.Duration]bool{2 * time.Minute: true, 15 * time.Minute: true, 10 * time.Minute: true, time.Hour: true, time.Minute: true}
+	// The recorded trip count is over the flapping window whatever the rate window.
+	recorded := func(window time.Duration) string {
+		return `:(ratio_)?rate` + rules.FormatDuration(window) + `$|:increase15m$`
+	}
 	for _, w := range []time.Duration{0, time.Minute, 7 * time.Minute, 90 * time.Second} {
 		cfg := rules.Config{RateWindow: w}
 		window := w
@@ -375,7 +413,7 @@ func TestRateWindowReachesEveryRate(t *testing.T) {
 							where, rules.FormatDuration(ms.Range), rules.FormatDuration(window), expr)
 					}
 					if vs, ok := node.(*parser.VectorSelector); ok && strings.Contains(vs.Name, ":") {
-						assert.Regexp(t, `:(ratio_)?rate`+rules.FormatDuration(window)+`$`, vs.Name, where)
+						assert.Regexp(t, recorded(window), vs.Name, where)
 					}
 					return nil
 				})
@@ -385,7 +423,7 @@ func TestRateWindowReachesEveryRate(t *testing.T) {
 			for _, g := range groups {
 				for _, rl := range g.Rules {
 					if rl.Record != "" {
-						assert.Regexp(t, `:(ratio_)?rate`+rules.FormatDuration(window)+`$`, rl.Record)
+						assert.Regexp(t, recorded(window), rl.Record)
 					}
 					ranges(rl.Record+rl.Alert, rl.Expr, ownInRules)
 				}

@@ -54,6 +54,7 @@ const (
 	fieldTitlePrefix = "dashboards.title_prefix"
 	fieldUIDPrefix   = "dashboards.uid_prefix"
 	fieldHistograms  = "dashboards.histograms"
+	fieldGroupBy     = "group_by"
 )
 
 // Histograms says in which form Prometheus stores the latency histograms (call durations, retry
@@ -98,10 +99,32 @@ type Config struct {
 	UIDPrefix string
 	// Provisioning also emits a Grafana file-provisioning YAML for the dashboards.
 	Provisioning bool
+	// GroupBy are the labels the rules aggregate by (the rules' group_by, of the same config
+	// file): the Overview groups its series and its "who is hurting" table by them, and every
+	// one besides job and name becomes a multi-value variable named after it (cluster →
+	// $cluster) that filters every query. "name" is always kept, listed or not. nil means
+	// DefaultGroupBy (job, name). Legacy label names only; not instance, datasource, a label
+	// stormwatch's metrics set themselves, nor one starting with __; at most MaxGroupBy.
+	GroupBy []string
 	// Histograms is the form in which Prometheus stores the latency histograms: NativeHistograms
 	// (also "") or ClassicHistograms. Anything else is a *catalog.ConfigError with Field
 	// "dashboards.histograms".
 	Histograms Histograms
+}
+
+// Validate reports the first problem of cfg as a *ConfigError, or nil.
+func (cfg Config) Validate() error {
+	_, err := cfg.resolve()
+	return err
+}
+
+// DependencyUID returns the uid of the Dependency dashboard generated with UIDPrefix
+// uidPrefix ("" means DefaultUIDPrefix): the dashboard the alerts' dashboard_url opens.
+func DependencyUID(uidPrefix string) string {
+	if uidPrefix == "" {
+		uidPrefix = DefaultUIDPrefix
+	}
+	return uidPrefix + dependencySuffix
 }
 
 // resolved is a validated Config with its defaults applied.
@@ -112,6 +135,56 @@ type resolved struct {
 	uidPrefix    string
 	provisioning bool
 	classic      bool // the histograms are classic buckets
+	// groupBy are GroupBy with name; extras the labels among them that are variables of their
+	// own (not job, not name).
+	groupBy []string
+	extras  []string
+}
+
+// DefaultGroupBy are the aggregation labels unless Config.GroupBy is set.
+var DefaultGroupBy = []string{labelJob, catalog.LabelName}
+
+// MaxGroupBy caps Config.GroupBy.
+const MaxGroupBy = 16
+
+// resolveGroupBy validates gb (nil: DefaultGroupBy) and returns it with name, and the labels
+// that become variables of their own.
+func resolveGroupBy(gb []string) (all, extras []string, err error) {
+	if gb == nil {
+		gb = DefaultGroupBy
+	}
+	switch {
+	case len(gb) == 0:
+		return nil, nil, configErr(fieldGroupBy, gb, "empty; leave it out for the default %v, or list the labels to keep besides %q", DefaultGroupBy, catalog.LabelName)
+	case len(gb) > MaxGroupBy:
+		return nil, nil, configErr(fieldGroupBy, gb, "%d labels, at most %d allowed", len(gb), MaxGroupBy)
+	}
+	seen := map[string]bool{}
+	for _, l := range gb {
+		switch {
+		case !selector.ValidLabelName(l):
+			return nil, nil, configErr(fieldGroupBy, gb, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", l)
+		case strings.HasPrefix(l, "__"):
+			return nil, nil, configErr(fieldGroupBy, gb, "%q is reserved (label names starting with __ are internal)", l)
+		case l == labelInstance:
+			return nil, nil, configErr(fieldGroupBy, gb, "%q must not be listed: the Dependency dashboard shows every instance", l)
+		case l == varDatasource:
+			return nil, nil, configErr(fieldGroupBy, gb, "%q is the dashboards' data source variable", l)
+		case selector.ReservedLabel(l):
+			return nil, nil, configErr(fieldGroupBy, gb, "%q is a metric label the dashboards aggregate away or match on themselves", l)
+		case seen[l]:
+			return nil, nil, configErr(fieldGroupBy, gb, "%q is listed twice", l)
+		}
+		seen[l] = true
+		all = append(all, l)
+		if l != labelJob && l != catalog.LabelName {
+			extras = append(extras, l)
+		}
+	}
+	if !seen[catalog.LabelName] {
+		all = append(all, catalog.LabelName)
+	}
+	return all, extras, nil
 }
 
 // resolve validates cfg and applies its defaults. Errors are *ConfigError naming the field and
@@ -158,6 +231,10 @@ func (cfg Config) resolve() (resolved, error) {
 	if err := checkUIDPrefix(r.uidPrefix); err != nil {
 		return resolved{}, err
 	}
+	var err error
+	if r.groupBy, r.extras, err = resolveGroupBy(cfg.GroupBy); err != nil {
+		return resolved{}, err
+	}
 	ms, err := selector.Parse("dashboards", cfg.Selector)
 	if err != nil {
 		return resolved{}, err
@@ -196,3 +273,8 @@ func checkUIDPrefix(s string) error {
 	}
 	return nil
 }
+
+// VariableDatasource is the name of the dashboards' data source variable. The other variables
+// are named after the labels they filter (job, instance, name and the extra GroupBy labels),
+// so no GroupBy label may be called this.
+const VariableDatasource = varDatasource

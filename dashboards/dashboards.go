@@ -19,6 +19,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -26,6 +28,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // File is one generated file.
@@ -114,17 +117,42 @@ func unescapeHTML(b []byte) []byte {
 
 func uid(r resolved, suffix string) string { return r.uidPrefix + suffix }
 
-// newDashboard starts a dashboard with the settings both dashboards share.
+// Tags every generated dashboard carries, besides the uid prefix when it is not
+// DefaultUIDPrefix.
+var baseTags = []string{"stormwatch", "resilience"}
+
+// tags are the dashboards' tags; the last one is the tag their links to each other select.
+func tags(r resolved) []string {
+	out := slices.Clone(baseTags)
+	if r.uidPrefix != DefaultUIDPrefix {
+		out = append(out, r.uidPrefix)
+	}
+	return out
+}
+
+// newDashboard starts a dashboard with the settings both dashboards share: read-only (they
+// are provisioned from generated files: edits belong in the generator's config), tagged, with
+// links to the other stormwatch dashboards.
 func newDashboard(r resolved, title, suffix, description string) *dashboard.DashboardBuilder {
+	ts := tags(r)
 	return dashboard.NewDashboardBuilder(r.titlePrefix+" / "+title).
 		Uid(uid(r, suffix)).
 		Description(description).
-		Tags([]string{r.uidPrefix, "resilience", "generated"}).
-		Editable().
+		Tags(ts).
+		Readonly().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
 		Time("now-3h", "now").
 		Timezone(common.TimeZoneBrowser).
-		Refresh("30s")
+		Refresh("30s").
+		Link(dashboard.NewDashboardLinkBuilder(r.titlePrefix + " dashboards").
+			Type(dashboard.DashboardLinkTypeDashboards).
+			Tags(ts[len(ts)-1:]).
+			AsDropdown(true).
+			Icon("external link").
+			Tooltip("").
+			Url("").
+			IncludeVars(true).
+			KeepTime(true))
 }
 
 // addRows appends rows and their panels in order.
@@ -138,47 +166,92 @@ func addRows(b *dashboard.DashboardBuilder, rows ...rowBuilder) *dashboard.Dashb
 	return b
 }
 
+// promQL is the query writer of a dashboard: every selector also carries the matchers of the
+// group_by variables (cluster=~"$cluster").
+func (r resolved) promQL(singleName bool) promql {
+	q := newPromQL(r, singleName)
+	q.selector = append(slices.Clone(q.selector), r.extraMatchers()...)
+	return q
+}
+
+// extraMatchers are the matchers of the group_by variables.
+func (r resolved) extraMatchers() []selector.Matcher {
+	var out []selector.Matcher
+	for _, l := range r.extras {
+		out = append(out, variable(l, l))
+	}
+	return out
+}
+
+// legendOf names a series grouped by labels: "{{name}} ({{cluster}}/{{job}})" — the name
+// first, the other labels in parentheses.
+func legendOf(labels []string) string {
+	var others []string
+	for _, l := range labels {
+		if l != catalog.LabelName {
+			others = append(others, "{{"+l+"}}")
+		}
+	}
+	legend := "{{" + catalog.LabelName + "}}"
+	if !slices.Contains(labels, catalog.LabelName) {
+		legend = ""
+	}
+	if len(others) > 0 {
+		if legend != "" {
+			legend += " "
+		}
+		legend += "(" + strings.Join(others, "/") + ")"
+	}
+	return legend
+}
+
 func overview(r resolved) (dashboard.Dashboard, error) {
-	q := newPromQL(r, false)
+	q := r.promQL(false)
+	inst := with(r.groupBy, labelInstance)
 	v := view{
 		q:          q,
-		agg:        []string{labelJob, catalog.LabelName},
-		aggLegend:  "{{" + catalog.LabelName + "}} ({{" + labelJob + "}})",
-		inst:       []string{labelJob, labelInstance, catalog.LabelName},
+		agg:        r.groupBy,
+		aggLegend:  legendOf(r.groupBy),
+		inst:       inst,
 		instLegend: "{{" + catalog.LabelName + "}} ({{" + labelInstance + "}})",
 	}
+	depUID := uid(r, dependencySuffix)
 	b := newDashboard(r, "Overview", overviewSuffix,
 		"Circuit breakers, retries, bulkheads, fallbacks and timeouts instrumented with stormwatch. "+
+			"The table on top says who is hurting: one row per dependency, worst first; click a row for its Dependency dashboard. "+
 			"Generated from the metric catalog; do not edit, regenerate with `stormwatch generate dashboards`.").
 		Variables(variables(r, false)).
-		Annotation(tripAnnotation(q)).
-		Link(dashboardLink("Dependency", uid(r, dependencySuffix)))
-	for _, s := range overviewStats(q) {
+		Annotation(tripAnnotation(q, r.groupBy)).
+		Link(dashboardLink("Dependency", depUID))
+	b = b.WithPanel(hurtingTable(r, q, depUID))
+	for _, s := range overviewStats(q, r.groupBy) {
 		b = b.WithPanel(s.build())
 	}
-	b = addRows(b, v.breakerRow(true, uid(r, dependencySuffix)), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow())
+	b = addRows(b, v.breakerRow(r, true, depUID), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow())
 	return b.Build()
 }
 
 func dependency(r resolved) (dashboard.Dashboard, error) {
-	q := newPromQL(r, true)
+	q := r.promQL(true)
+	agg := with(r.extras, labelJob, labelInstance)
 	v := view{
 		q:          q,
-		agg:        []string{labelJob, labelInstance},
+		agg:        agg,
 		aggLegend:  "{{" + labelInstance + "}}",
-		inst:       []string{labelJob, labelInstance},
+		inst:       agg,
 		instLegend: "{{" + labelInstance + "}}",
 	}
 	b := newDashboard(r, "Dependency", dependencySuffix,
 		"One dependency (the name variable) across its processes: every stormwatch primitive of that name, per instance. "+
+			"Alerts link here (their dashboard_url) with the variables set to their labels. "+
 			"Generated from the metric catalog; do not edit, regenerate with `stormwatch generate dashboards`.").
 		Variables(variables(r, true)).
-		Annotation(tripAnnotation(q)).
+		Annotation(tripAnnotation(q, with(r.groupBy))).
 		Link(dashboardLink("Overview", uid(r, overviewSuffix)))
 	for _, s := range dependencyStats(q) {
 		b = b.WithPanel(s.build())
 	}
-	b = addRows(b, v.breakerRow(false, ""), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow())
+	b = addRows(b, v.breakerRow(r, false, ""), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow())
 	return b.Build()
 }
 
@@ -197,49 +270,72 @@ func notClosedStat(q promql, title, description string) single {
 	}
 }
 
-// overviewStats are the headline numbers across every selected name.
-func overviewStats(q promql) []single {
+// overviewStats are the headline numbers over every selected dependency: how many are hurt,
+// and the worst of each (named), not sums that hide one failing dependency among healthy ones.
+func overviewStats(q promql, by []string) []single {
+	worst := func(expr string) string { return "topk(1, " + expr + ")" }
 	return []single{
-		notClosedStat(q, "Breakers not closed",
-			"Circuit breakers (per name and instance) whose effective state is anything but closed."),
 		{
-			id:          2,
-			title:       "Retry rate",
-			description: "Extra attempts per logical call across all retries: rate(attempts) / rate(calls).",
-			unit:        units.PercentUnit,
-			width:       4,
-			expr:        ratio(sumBy(nil, q.rate(catalog.RetryAttempts)), sumBy(nil, q.rate(catalog.RetryCalls))),
-			thresholds:  thresholds(colorGreen, step{0.05, colorOrange}, step{0.2, colorRed}),
-			noValue:     "no calls",
+			id:    1,
+			title: "Dependencies with a breaker open",
+			description: "Dependencies (one per " + strings.Join(by, ", ") + ") whose circuit breaker is open, half-open or forced open " +
+				"on at least one instance. The table above says which, and since when.",
+			unit:       units.Short,
+			width:      4,
+			expr:       zero("count(" + maxBy(by, q.sel(catalog.BreakerState, oneOf(catalog.LabelState, breakerHurtStates()...))) + " > 0)"),
+			thresholds: thresholds(colorGreen, step{1, colorRed}),
+			decimals:   cog.ToPtr(0.0),
+		},
+		{
+			id:    2,
+			title: "Worst retry rate",
+			description: "The highest retry rate of any selected dependency, and which: extra attempts per logical call, " +
+				"rate(attempts) / rate(calls). Above 5% sustained deserves attention.",
+			unit:       units.PercentUnit,
+			width:      4,
+			expr:       worst(ratio(sumBy(by, q.rate(catalog.RetryAttempts)), sumBy(by, q.rate(catalog.RetryCalls)))),
+			legend:     "{{" + catalog.LabelName + "}}",
+			named:      true,
+			thresholds: thresholds(colorGreen, step{0.05, colorOrange}, step{0.2, colorRed}),
+			noValue:    "no calls",
 		},
 		{
 			id:          3,
-			title:       "Bulkhead rejections",
-			description: "Share of bulkhead admission decisions that rejected the call.",
+			title:       "Worst bulkhead rejections",
+			description: "The highest share of bulkhead admission decisions that rejected the call, of any selected dependency, and which.",
 			unit:        units.PercentUnit,
 			width:       4,
-			expr: ratio(sumBy(nil, q.rate(catalog.BulkheadCalls, eq(catalog.LabelKind, catalog.AdmissionRejected.String()))),
-				sumBy(nil, q.rate(catalog.BulkheadCalls))),
+			expr: worst(ratio(sumBy(by, q.rate(catalog.BulkheadCalls, eq(catalog.LabelKind, catalog.AdmissionRejected.String()))),
+				sumBy(by, q.rate(catalog.BulkheadCalls)))),
+			legend:     "{{" + catalog.LabelName + "}}",
+			named:      true,
 			thresholds: thresholds(colorGreen, step{0.01, colorRed}),
 			noValue:    "no calls",
 		},
 		{
-			id:          4,
-			title:       "Fallbacks",
-			description: "Fallback invocations per second: the service is serving degraded answers.",
-			unit:        units.OpsPerSecond,
-			width:       4,
-			expr:        zero(sumBy(nil, q.rate(catalog.FallbackCalls))),
-			thresholds:  thresholds(colorGreen, step{0.001, colorOrange}),
+			id:    4,
+			title: "Most fallbacks",
+			description: "Fallback invocations per second of the selected dependency that falls back most, and which: " +
+				"its callers are being served degraded answers.",
+			unit:       units.OpsPerSecond,
+			width:      4,
+			expr:       worst(sumBy(by, q.rate(catalog.FallbackCalls))),
+			legend:     "{{" + catalog.LabelName + "}}",
+			named:      true,
+			thresholds: thresholds(colorGreen, step{0.001, colorOrange}),
+			noValue:    "no fallbacks",
 		},
 		{
 			id:          5,
-			title:       "Timed-out attempts",
-			description: "Attempts per second that hit their time limit.",
+			title:       "Most timed-out attempts",
+			description: "Attempts per second that hit their time limit, of the selected dependency with the most, and which.",
 			unit:        units.OpsPerSecond,
 			width:       4,
-			expr:        zero(sumBy(nil, q.rate(catalog.TimeoutCalls, eq(catalog.LabelKind, catalog.TimeoutTimedOut.String())))),
+			expr:        worst(sumBy(by, q.rate(catalog.TimeoutCalls, eq(catalog.LabelKind, catalog.TimeoutTimedOut.String())))),
+			legend:      "{{" + catalog.LabelName + "}}",
+			named:       true,
 			thresholds:  thresholds(colorGreen, step{0.001, colorOrange}),
+			noValue:     "no attempts",
 		},
 		{
 			id:    6,
@@ -311,13 +407,21 @@ func dependencyStats(q promql) []single {
 	}
 }
 
-// variables are the template variables: datasource, job, instance and name. With singleName
+// Every multi-value variable's "All" is the regular expression allValue: .+ (every series
+// has job, instance and name; .* would also match series without the label, and Grafana's
+// dashboard linter requires .+ for job and instance). The group_by variables use anyValue, .*,
+// so that "All" also keeps series that lack the label.
+const (
+	allValue = ".+"
+	anyValue = ".*"
+)
+
+// variables are the template variables: datasource, one per extra group_by label, job,
+// instance and name, each listing the values that the ones before it select. With singleName
 // the name variable takes exactly one value (the Dependency dashboard).
 func variables(r resolved, singleName bool) []cog.Builder[dashboard.VariableModel] {
 	q := newPromQL(r, singleName)
-	jobM := variable(labelJob, varJob)
-	instM := variable(labelInstance, varInstance)
-	query := func(name, label, expr string, multi bool) cog.Builder[dashboard.VariableModel] {
+	query := func(name, label, expr string, multi bool, all string) cog.Builder[dashboard.VariableModel] {
 		b := dashboard.NewQueryVariableBuilder(name).
 			Label(label).
 			Datasource(datasourceRef()).
@@ -328,22 +432,33 @@ func variables(r resolved, singleName bool) []cog.Builder[dashboard.VariableMode
 			Multi(multi).
 			IncludeAll(multi)
 		if multi {
-			b = b.AllValue(".*")
+			b = b.AllValue(all)
 		}
 		return b
 	}
-	return []cog.Builder[dashboard.VariableModel]{
+	out := []cog.Builder[dashboard.VariableModel]{
 		dashboard.NewDatasourceVariableBuilder(varDatasource).Label("Data source").Type(prometheusType),
-		query(varJob, "Job", labelValues(q.presence(false), labelJob), true),
-		query(varInstance, "Instance", labelValues(q.presence(false, jobM), labelInstance), true),
-		query(varName, "Name", labelValues(q.presence(true, jobM, instM), catalog.LabelName), !singleName),
 	}
+	var before []selector.Matcher
+	for _, l := range r.extras {
+		out = append(out, query(l, l, labelValues(q.presence(false, before...), l), true, anyValue))
+		before = append(before, variable(l, l))
+	}
+	out = append(out, query(varJob, "Job", labelValues(q.presence(false, before...), labelJob), true, allValue))
+	before = append(before, variable(labelJob, varJob))
+	out = append(out, query(varInstance, "Instance", labelValues(q.presence(false, before...), labelInstance), true, allValue))
+	before = append(before, variable(labelInstance, varInstance))
+	return append(out, query(varName, "Name", labelValues(q.presence(true, before...), catalog.LabelName), !singleName, allValue))
 }
 
 // tripAnnotation marks every breaker trip (a transition to open) on the time series panels.
-func tripAnnotation(q promql) cog.Builder[dashboard.AnnotationQuery] {
-	expr := sumBy([]string{labelJob, catalog.LabelName, catalog.LabelFrom},
+func tripAnnotation(q promql, by []string) cog.Builder[dashboard.AnnotationQuery] {
+	expr := sumBy(with(by, catalog.LabelFrom),
 		q.increase(catalog.BreakerTransitions, eq(catalog.LabelTo, catalog.StateOpen.String()))) + " > 0"
+	var keys []string
+	for _, l := range by {
+		keys = append(keys, l)
+	}
 	return dashboard.NewAnnotationQueryBuilder().
 		Name("Breaker trips").
 		Datasource(datasourceRef()).
@@ -351,8 +466,8 @@ func tripAnnotation(q promql) cog.Builder[dashboard.AnnotationQuery] {
 		IconColor(colorRed).
 		Expr(expr).
 		TitleFormat("Circuit breaker {{" + catalog.LabelName + "}} tripped").
-		TextFormat("job {{" + labelJob + "}}, from {{" + catalog.LabelFrom + "}}").
-		TagKeys(labelJob + "," + catalog.LabelName).
+		TextFormat(legendOf(by) + ", from {{" + catalog.LabelFrom + "}}").
+		TagKeys(strings.Join(keys, ",")).
 		Step("1m").
 		UseValueForTime(false)
 }
@@ -369,14 +484,22 @@ func dashboardLink(title, targetUID string) cog.Builder[dashboard.DashboardLink]
 		KeepTime(true)
 }
 
+// dependencyURL is the URL of the Dependency dashboard of one dependency, for data links:
+// value(label) is the data link expression of a label's value in the clicked series or row.
+func dependencyURL(r resolved, depUID string, value func(label string) string) string {
+	u := "/d/" + depUID + "?${__url_time_range}&var-" + varDatasource + "=${" + varDatasource + "}"
+	for _, l := range r.groupBy {
+		u += "&var-" + l + "=" + value(l)
+	}
+	return u
+}
+
 // dependencyLink is a data link from a breaker's series to the Dependency dashboard of its name.
-func dependencyLink(depUID string) []cog.Builder[dashboard.DashboardLink] {
+func dependencyLink(r resolved, depUID string) []cog.Builder[dashboard.DashboardLink] {
 	return []cog.Builder[dashboard.DashboardLink]{
 		dashboard.NewDashboardLinkBuilder("Open ${__field.labels." + catalog.LabelName + "} in the Dependency dashboard").
 			Type(dashboard.DashboardLinkTypeLink).
-			Url("/d/" + depUID + "?${__url_time_range}&var-" + varDatasource + "=${" + varDatasource + "}" +
-				"&var-" + varJob + "=${__field.labels." + labelJob + "}" +
-				"&var-" + varName + "=${__field.labels." + catalog.LabelName + "}").
+			Url(dependencyURL(r, depUID, func(l string) string { return "${__field.labels." + l + "}" })).
 			Icon("dashboard").
 			Tooltip("").
 			Tags([]string{}),

@@ -162,6 +162,8 @@ type single struct {
 	mappings    []dashboard.ValueMapping
 	noValue     string
 	decimals    *float64
+	// named shows the series' legend (the dependency) next to the value.
+	named bool
 }
 
 func (s single) build() *stat.PanelBuilder {
@@ -176,7 +178,7 @@ func (s single) build() *stat.PanelBuilder {
 		Span(s.width).
 		GraphMode(common.BigValueGraphModeArea).
 		ColorMode(common.BigValueColorModeBackground).
-		TextMode(common.BigValueTextModeValue).
+		TextMode(textMode(s.named)).
 		Orientation(common.VizOrientationAuto).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
 		Thresholds(s.thresholds)
@@ -190,6 +192,13 @@ func (s single) build() *stat.PanelBuilder {
 		b = b.Decimals(*s.decimals)
 	}
 	return b
+}
+
+func textMode(named bool) common.BigValueTextMode {
+	if named {
+		return common.BigValueTextModeValueAndName
+	}
+	return common.BigValueTextModeValue
 }
 
 // timeline is a state timeline panel.

@@ -2,6 +2,7 @@ package dashboards
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -41,20 +42,15 @@ var stateColors = map[string]string{
 }
 
 // stateCode encodes the effective breaker state as its index in catalog.Names(catalog.States[:])
-// (closed = 0): the sum over states of index × the state gauge, which is 1 only for the
-// effective state.
+// (closed = 0): one term per state, index × (the state's gauge == 1), joined by or — exactly one
+// term survives per breaker, and states the collector does not export (forced_open, disabled,
+// metrics_only until first visited) simply contribute no term.
 func (v view) stateCode() string {
-	expr := ""
+	var terms []string
 	for i, s := range catalog.Names(catalog.States[:]) {
-		if i == 0 {
-			continue // closed contributes 0
-		}
-		if expr != "" {
-			expr += "\n+ "
-		}
-		expr += strconv.Itoa(i) + " * " + maxBy(v.inst, v.q.sel(catalog.BreakerState, eq(catalog.LabelState, s)))
+		terms = append(terms, strconv.Itoa(i)+" * ("+maxBy(v.inst, v.q.sel(catalog.BreakerState, eq(catalog.LabelState, s)))+" == 1)")
 	}
-	return expr
+	return strings.Join(terms, "\nor ")
 }
 
 // stateMapping maps state codes back to state names and colours.
@@ -96,7 +92,7 @@ func row(id uint32, title string, panels ...cog.Builder[dashboard.Panel]) rowBui
 	return rowBuilder{row: dashboard.NewRowBuilder(title).Id(id), panels: panels}
 }
 
-func (v view) breakerRow(links bool, depUID string) rowBuilder {
+func (v view) breakerRow(r resolved, links bool, depUID string) rowBuilder {
 	q := v.q
 	tl := timeline{
 		id:    101,
@@ -108,7 +104,7 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 		height:   graphHeight,
 	}
 	if links {
-		tl.links = dependencyLink(depUID)
+		tl.links = dependencyLink(r, depUID)
 	}
 	return row(100, "Circuit breakers",
 		tl.build(),
@@ -169,16 +165,15 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 		}.build(),
 		graph{
 			id:    107,
-			title: "Failure rate vs threshold",
-			description: "Failure ratio in each breaker's sliding window (gaps: fewer calls than the minimum) against " +
-				"the configured failure-rate threshold (dashed red). The breaker trips when the line reaches the threshold.",
-			unit:   units.PercentUnit,
-			width:  half,
-			ratio:  true,
-			dashed: []string{refID(1)},
+			title: "Failure rate",
+			description: "Failure ratio in each breaker's sliding window (gaps: fewer calls than the minimum, and while " +
+				"open: the window starts afresh). The breaker trips when it reaches the configured failure-rate threshold " +
+				"(50% by default; the threshold itself is exported only by a collector with full detail).",
+			unit:  units.PercentUnit,
+			width: half,
+			ratio: true,
 			targets: []target{
 				{expr: maxBy(v.inst, q.sel(catalog.BreakerFailureRate)), legend: v.instLegend},
-				{expr: maxBy(v.agg, q.sel(catalog.BreakerFailureRateThreshold)), legend: v.aggLegend + " threshold"},
 			},
 		}.build(),
 		graph{
@@ -197,16 +192,15 @@ func (v view) breakerRow(links bool, depUID string) rowBuilder {
 		}.build(),
 		graph{
 			id:    109,
-			title: "Time since trip vs open duration",
+			title: "Time since trip",
 			description: "How long each not-closed breaker has been in its current episode (from the tripped-since " +
-				"timestamp) against the configured base open duration (dashed red). Far above the open duration " +
-				"means probes keep failing: the dependency is still down.",
-			unit:   units.Seconds,
-			width:  half,
-			dashed: []string{refID(1)},
+				"timestamp), labelled with the cause of the trip that began it. Far above the breaker's open duration means " +
+				"probes keep failing: the dependency is still down. Cause slow_call_rate: the dependency answers, but too " +
+				"slowly — look at the call latency.",
+			unit:  units.Seconds,
+			width: half,
 			targets: []target{
-				{expr: "time() - " + maxBy(v.inst, q.sel(catalog.BreakerTrippedSince)+" > 0"), legend: v.instLegend},
-				{expr: maxBy(v.agg, q.sel(catalog.BreakerOpenDuration)), legend: v.aggLegend + " open duration"},
+				{expr: "time() - " + maxBy(with(v.inst, catalog.LabelCause), q.sel(catalog.BreakerTrippedSince)+" > 0"), legend: legendWith(v.instLegend, catalog.LabelCause)},
 			},
 		}.build(),
 		graph{
@@ -323,12 +317,13 @@ func (v view) bulkheadRow() rowBuilder {
 			},
 		}.build(),
 		graph{
-			id:          302,
-			title:       "Waiting callers",
-			description: "Callers waiting for a bulkhead permit.",
-			unit:        units.Short,
-			width:       half,
-			targets:     []target{{expr: maxBy(v.inst, q.sel(catalog.BulkheadWaiting)), legend: v.instLegend}},
+			id:    302,
+			title: "Waiting callers",
+			description: "Average number of callers waiting for a bulkhead permit over $__rate_interval: the time waited " +
+				"per second, from the wait histogram (Little's law) — unlike a scrape-time sample, it misses no burst.",
+			unit:    units.Short,
+			width:   half,
+			targets: []target{{expr: sumBy(v.inst, q.sumRate(catalog.BulkheadWaitDuration)), legend: v.instLegend}},
 		}.build(),
 		graph{
 			id:          303,

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,8 +46,91 @@ const RetrySpikeFloor = 0.01
 // rejections or failed probes; wide enough for several scrapes at any sane interval.
 const stuckOpenMinWindow = 2 * time.Minute
 
-// flappingWindow is the window over which CircuitBreakerFlapping counts trips.
+// impactWindow is the window in which CircuitBreakerOpenFleetWide looks for rejections or
+// failed probes on each instance: an open breaker nobody calls is not an outage.
+const impactWindow = 2 * time.Minute
+
+// flappingWindow is the window over which CircuitBreakerFlapping counts trips; the alert
+// resolves at the latest one such window after the last trip.
 const flappingWindow = 15 * time.Minute
+
+// budgetWindow is the window of RetryBudgetExhausted's denial count: the alert needs denials
+// in every such window for its for duration, and resolves about one window after the last.
+// It holds at least two samples at any scrape interval up to 30s.
+const budgetWindow = time.Minute
+
+// DefaultMinInstances is how many instances of a job must have a breaker open before
+// CircuitBreakerOpenFleetWide fires, unless AlertConfig.MinInstances says otherwise: one
+// instance of one is not a fleet.
+const DefaultMinInstances = 2
+
+// MaxMinInstances bounds AlertConfig.MinInstances.
+const MaxMinInstances = 10000
+
+// valueFormat says how a description renders the alert's measured value ($value).
+type valueFormat int
+
+const (
+	valuePercent  valueFormat = iota // humanizePercentage: 0.234 → 23.4%
+	valueDuration                    // humanizeDuration: 135 → 2m 15s
+	valueNumber                      // four significant digits: 0.2 → 0.2, 1252.5 → 1252
+	valueCount                       // rounded: 3.05 → 3
+)
+
+// template is the alert template text printing $value.
+func (f valueFormat) template() string {
+	switch f {
+	case valuePercent:
+		return "{{ $value | humanizePercentage }}"
+	case valueDuration:
+		return "{{ $value | humanizeDuration }}"
+	case valueCount:
+		return `{{ printf "%.0f" $value }}`
+	}
+	return `{{ printf "%.4g" $value }}`
+}
+
+// text is what template expands to for v, as Prometheus's template functions print it (the
+// generated tests expect it).
+func (f valueFormat) text(v float64) string {
+	switch f {
+	case valuePercent:
+		return fmt.Sprintf("%.4g%%", v*100)
+	case valueDuration:
+		return humanizeDuration(v)
+	case valueCount:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// humanizeDuration is Prometheus's humanizeDuration template function for the values the
+// alerts produce (seconds, at least 1).
+func humanizeDuration(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 1 {
+		return fmt.Sprintf("%.4gs", v)
+	}
+	d := int64(v)
+	sec, mins, hours, days := d%60, (d/60)%60, (d/3600)%24, d/86400
+	switch {
+	case days != 0:
+		return fmt.Sprintf("%dd %dh %dm %ds", days, hours, mins, sec)
+	case hours != 0:
+		return fmt.Sprintf("%dh %dm %ds", hours, mins, sec)
+	case mins != 0:
+		return fmt.Sprintf("%dm %ds", mins, sec)
+	}
+	return fmt.Sprintf("%.4gs", v)
+}
+
+// descArgs are what a description refers to: labels, the measured value and, for breakers,
+// the trip cause — as alert template text in the rules, as the expanded text in the tests'
+// expectations and as placeholders in the runbooks.
+type descArgs struct {
+	ref    func(label string) string
+	value  string
+	causes string
+}
 
 // alertSpec defines one default alert.
 type alertSpec struct {
@@ -63,11 +147,14 @@ type alertSpec struct {
 	thresholdUnit string
 	forDur, keep  time.Duration
 	summary       string
+	// value is how the description prints the alert's value.
+	value valueFormat
 	// expr builds the expression.
 	expr func(r *resolved, s settings) string
-	// description builds the description; ref renders a label reference ({{ $labels.x }} in
-	// rules, the value itself in test expectations).
-	description func(r *resolved, s settings, ref func(string) string) string
+	// causes, for breaker alerts, builds the alert template text naming the trip cause(s).
+	causes func(r *resolved, s settings) string
+	// description builds the description.
+	description func(r *resolved, s settings, a descArgs) string
 }
 
 // specs are the default alerts in output order.
@@ -79,62 +166,88 @@ var specs = []alertSpec{
 		thresholdUnit: "seconds",
 		forDur:        time.Minute,
 		summary:       "Circuit breaker is stuck open while calls keep arriving.",
+		value:         valueDuration,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
-			w := "[" + FormatDuration(stuckOpenWindow(s)) + "]"
-			return fmt.Sprintf(`max by (%[1]s) (
-  time() - (%[2]s > 0)
-) > %[3]s
+			ts := r.sel(r.name(catalog.BreakerTrippedSince))
+			return fmt.Sprintf(`(
+  time()
+  -
+  topk by (%[1]s) (1, max by (%[1]s, %[2]s) (%[3]s > 0))
+  unless on (%[1]s)
+  %[4]s == 0
+) > %[5]s
 and on (%[1]s)
 (
-  sum by (%[1]s) (increase(%[4]s%[6]s)) > 0
-  or on (%[1]s)
-  sum by (%[1]s) (increase(%[5]s%[6]s)) > 0
-)`, gi, r.sel(r.name(catalog.BreakerTrippedSince)), num(s.threshold),
-				r.sel(r.name(catalog.BreakerNotPermitted)),
-				r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateHalfOpen.String()), eq(catalog.LabelTo, catalog.StateOpen.String())), w)
+%[6]s
+)`, gi, catalog.LabelCause, r.last(ts), ts, num(s.threshold), r.impact(true, stuckOpenWindow(s)))
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Circuit breaker %s has not been closed for more than %s and rejected calls or failed its half-open probes in the last %s: the dependency is still down for this process.",
-				r.subject(true, ref), FormatDuration(time.Duration(s.threshold)*time.Second), FormatDuration(stuckOpenWindow(s)))
+		causes: func(*resolved, settings) string {
+			return "{{ with $labels." + catalog.LabelCause + " }}{{ . }}{{ else }}an unknown cause{{ end }}"
+		},
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Circuit breaker %s tripped on %s and has not been closed for %s (threshold %s); it rejected calls or failed its half-open probes in the last %s: the dependency is still down for this process.",
+				r.subject(true, a.ref), a.causes, a.value, FormatDuration(time.Duration(s.threshold)*time.Second), FormatDuration(stuckOpenWindow(s)))
 		},
 	},
 	{
 		name: AlertFlapping, group: GroupCircuitBreaker, perInstance: true, severity: "warning",
 		threshold: 3, bounds: bounds{min: 2, max: 40, integer: true},
 		thresholdDoc: "closed→open trips within 15m",
-		keep:         10 * time.Minute,
 		summary:      "Circuit breaker keeps tripping.",
+		value:        valueCount,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
-			return fmt.Sprintf("sum by (%s) (\n  increase(%s[%s])\n) >= %s", gi,
-				r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String())),
-				FormatDuration(flappingWindow), num(s.threshold))
+			rec := r.sel(r.recBreakerTrips())
+			return fmt.Sprintf("%[2]s > 0\nand on (%[1]s)\nmax_over_time(%[2]s[%[3]s]) >= %[4]s", gi, rec, FormatDuration(flappingWindow), num(s.threshold))
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Circuit breaker %s tripped (closed to open) at least %s times in the last %s: the dependency is unstable or the breaker's thresholds are too tight.",
-				r.subject(true, ref), num(s.threshold), FormatDuration(flappingWindow))
+		causes: func(r *resolved, s settings) string {
+			// The cause of the newest episode seen in the window: the trip cause of the last trip.
+			q := "topk(1, max by (" + catalog.LabelCause + ") (last_over_time(" + r.labelSel(true, r.name(catalog.BreakerTrippedSince)) + "[" + FormatDuration(flappingWindow) + "]) > 0))"
+			return r.queryTemplate(q, true, `{{ with . | first | label "`+catalog.LabelCause+`" }}{{ . }}{{ else }}unknown{{ end }}`, "unknown")
+		},
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Circuit breaker %s tripped (closed to open) %s times in the last %s, and at least %s times within %s since the alert began (last trip caused by %s): the dependency is unstable or the breaker's thresholds are too tight. It resolves %s after the last trip.",
+				r.subject(true, a.ref), a.value, FormatDuration(flappingWindow), num(s.threshold), FormatDuration(flappingWindow), a.causes, FormatDuration(flappingWindow))
 		},
 	},
 	{
 		name: AlertOpenFleetWide, group: GroupCircuitBreaker, severity: "critical",
 		threshold: 0.5, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
-		thresholdDoc: "share (0..1) of a job's instances whose breaker of that name is not closed",
+		thresholdDoc: "share (0..1) of a job's instances whose breaker of that name is open or half-open and rejecting calls or failing probes",
 		forDur:       2 * time.Minute,
 		summary:      "Circuit breaker is open on most instances: the dependency is down.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			g := r.by(false)
 			gi := r.by(true)
-			ts := r.sel(r.name(catalog.BreakerTrippedSince))
+			state := r.name(catalog.BreakerState)
+			impaired := fmt.Sprintf(`max by (%[1]s) (%[2]s) > 0
+    and on (%[1]s)
+    (
+%[3]s
+    )`, gi, r.last(r.sel(state, re(catalog.LabelState, catalog.StateOpen.String(), catalog.StateHalfOpen.String()))),
+				indent(r.impact(true, impactWindow), "    "))
 			return fmt.Sprintf(`(
-  count by (%[1]s) (max by (%[2]s) (%[3]s) > 0)
+  count by (%[1]s) (
+    %[3]s
+  )
 /
-  count by (%[1]s) (max by (%[2]s) (%[3]s))
-) > %[4]s`, g, gi, ts, num(s.threshold))
+  count by (%[1]s) (max by (%[2]s) (%[4]s))
+) > %[5]s
+and on (%[1]s)
+count by (%[1]s) (
+    %[3]s
+) >= %[6]d`, g, gi, impaired, r.last(r.sel(state, eq(catalog.LabelState, catalog.StateClosed.String()))), num(s.threshold), s.minInstances)
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Circuit breaker %s is not closed on more than %s of the instances for %s: the dependency itself is down, not one pod.",
-				r.subject(false, ref), pct(s.threshold), FormatDuration(s.forDur))
+		causes: func(r *resolved, s settings) string {
+			q := "count by (" + catalog.LabelCause + ") (max by (" + labelInstance + ", " + catalog.LabelCause + ") (" + r.labelSel(false, r.name(catalog.BreakerTrippedSince)) + " > 0))"
+			return r.queryTemplate(q, false,
+				`{{ range $i, $s := . | sortByLabel "`+catalog.LabelCause+`" }}{{ if $i }}, {{ end }}{{ with $s.Labels.`+catalog.LabelCause+` }}{{ . }}{{ else }}unknown{{ end }} on {{ $s.Value }}{{ end }}`, "unknown")
+		},
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Circuit breaker %s is open or half-open, and rejecting calls or failing its probes, on %s of the instances (at least %d instances) for %s; trip causes: %s. The dependency itself is down, not one pod.",
+				r.subject(false, a.ref), a.value, s.minInstances, FormatDuration(s.forDur), a.causes)
 		},
 	},
 	{
@@ -143,12 +256,13 @@ and on (%[1]s)
 		thresholdDoc: "share (0..1) of calls rejected by the breaker: not permitted / (permitted + not permitted)",
 		forDur:       5 * time.Minute,
 		summary:      "Circuit breaker is rejecting a significant share of calls.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return r.sel(r.recBreakerRejectionRatio()) + " > " + num(s.threshold)
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Circuit breaker %s rejected more than %s of calls over the last %s, for %s: callers get the fallback or an error.",
-				r.subject(false, ref), pct(s.threshold), r.window(), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Circuit breaker %s rejected %s of calls over the last %s (threshold %s), for %s: callers get the fallback or an error.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -157,48 +271,57 @@ and on (%[1]s)
 		thresholdDoc: "retry rate: extra attempts per logical call",
 		forDur:       5 * time.Minute,
 		summary:      "Retry rate is high.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return r.sel(r.recRetryRate()) + " > " + num(s.threshold)
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Retry %s made more than %s extra attempts per call over the last %s, for %s: something downstream is persistently failing.",
-				r.subject(false, ref), num(s.threshold), r.window(), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Retry %s made %s extra attempts per call over the last %s (threshold %s), for %s: something downstream is persistently failing.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
 	{
 		name: AlertRetryRateSpike, group: GroupRetry, severity: "warning",
 		threshold: 3, bounds: bounds{min: 1, max: 100, minOpen: true},
-		thresholdDoc: "factor by which the {window} retry rate must exceed its value one hour earlier",
+		thresholdDoc: "factor by which the {window} retry rate must exceed its value one hour earlier (during the first hour of data: its average over the data before the last {window} and the alert's for)",
 		forDur:       5 * time.Minute,
 		summary:      "Retry rate jumped compared with an hour ago.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			g := r.by(false)
+			attempts, calls := r.sel(r.name(catalog.RetryAttempts)), r.sel(r.name(catalog.RetryCalls))
+			w := r.window()
+			early := FormatDuration(spikeEarlyOffset(r, s))
 			return fmt.Sprintf(`%[1]s > %[2]s
 and on (%[3]s)
 %[1]s > %[4]s * (
-  sum by (%[3]s) (rate(%[5]s offset 1h))
-/
-  sum by (%[3]s) (rate(%[6]s offset 1h))
-)`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold),
-				r.rangeOf(r.sel(r.name(catalog.RetryAttempts))), r.rangeOf(r.sel(r.name(catalog.RetryCalls))))
+    sum by (%[3]s) (rate(%[5]s[%[7]s] offset 1h))
+  /
+    (sum by (%[3]s) (rate(%[6]s[%[7]s] offset 1h)) > 0)
+  or on (%[3]s)
+    sum by (%[3]s) (rate(%[5]s[1h] offset %[8]s))
+  /
+    (sum by (%[3]s) (rate(%[6]s[1h] offset %[8]s)) > 0)
+)`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold), attempts, calls, w, early)
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Retry %s: the retry rate over the last %s is more than %s times its value an hour ago and above %s extra attempts per call — often the earliest sign of a downstream fault.",
-				r.subject(false, ref), r.window(), num(s.threshold), num(RetrySpikeFloor))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Retry %s made %s extra attempts per call over the last %s, more than %s times as many as an hour earlier and above %s — often the earliest sign of a downstream fault. In the first hour of data, before there is a value an hour earlier, the comparison is with the average over the data before the last %s.",
+				r.subject(false, a.ref), a.value, r.window(), num(s.threshold), pct(RetrySpikeFloor), FormatDuration(spikeEarlyOffset(r, s)))
 		},
 	},
 	{
 		name: AlertRetryBudgetExhausted, group: GroupRetry, severity: "warning",
 		threshold: 0, bounds: bounds{min: 0, max: 1e6},
-		thresholdDoc: "retries refused by the retry budget, per second (2m rate)",
+		thresholdDoc: "retries refused by the retry budget in each minute (the alert needs more than this in every minute of its for duration; scrape at least every 30s)",
 		forDur:       5 * time.Minute,
 		summary:      "Retry budget is exhausted.",
+		value:        valueNumber,
 		expr: func(r *resolved, s settings) string {
-			return fmt.Sprintf("sum by (%s) (rate(%s[2m])) > %s", r.by(false), r.sel(r.name(catalog.RetryBudgetDenied)), num(s.threshold))
+			return fmt.Sprintf("sum by (%s) (increase(%s[%s])) > %s", r.by(false), r.sel(r.name(catalog.RetryBudgetDenied)), FormatDuration(budgetWindow), num(s.threshold))
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Retry %s had retries refused by its budget continuously for %s: the budget is doing its job of stopping a retry storm, and calls fail without retrying.",
-				r.subject(false, ref), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Retry %s had retries refused by its budget in every minute for %s (%s in the last minute): the budget is stopping a retry storm, and calls fail without retrying.",
+				r.subject(false, a.ref), FormatDuration(s.forDur), a.value)
 		},
 	},
 	{
@@ -207,12 +330,13 @@ and on (%[3]s)
 		thresholdDoc: "rescue rate (0..1): successful_with_retry / (successful_with_retry + failed_with_retry)",
 		forDur:       10 * time.Minute,
 		summary:      "Retries are not rescuing calls.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return r.sel(r.recRescueRate()) + " < " + num(s.threshold)
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Retry %s rescued fewer than %s of the calls it retried, for %s: it is retrying a persistent fault and only adds load; the call needs a circuit breaker.",
-				r.subject(false, ref), pct(s.threshold), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Retry %s rescued only %s of the calls it retried over the last %s (threshold %s), for %s: it is retrying a persistent fault and only adds load; the call needs a circuit breaker.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -221,27 +345,29 @@ and on (%[3]s)
 		thresholdDoc: "share (0..1) of calls rejected by the bulkhead",
 		forDur:       5 * time.Minute,
 		summary:      "Bulkhead is rejecting calls.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return r.sel(r.recBulkheadRejectionRatio()) + " > " + num(s.threshold)
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Bulkhead %s rejected more than %s of calls over the last %s, for %s: it is undersized or the dependency got slower.",
-				r.subject(false, ref), pct(s.threshold), r.window(), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Bulkhead %s rejected %s of calls over the last %s (threshold %s), for %s: it is undersized or the dependency got slower.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
 	{
 		name: AlertBulkheadSaturated, group: GroupBulkhead, severity: "warning",
 		threshold: 0.9, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
-		thresholdDoc: "share (0..1) of the bulkhead's permits in use, on the busiest instance",
+		thresholdDoc: "share (0..1) of the bulkhead's permits in use on average over the {window} window, on the busiest instance",
 		forDur:       10 * time.Minute,
 		summary:      "Bulkhead is nearly full.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return fmt.Sprintf("max by (%s) (\n  %s\n/\n  (%s > 0)\n) > %s", r.by(false),
-				r.sel(r.name(catalog.BulkheadInflight)), r.sel(r.name(catalog.BulkheadMaxConcurrent)), num(s.threshold))
+			return fmt.Sprintf("max by (%s) (\n  avg_over_time(%s)\n/\n  (%s > 0)\n) > %s", r.by(false),
+				r.rangeOf(r.sel(r.name(catalog.BulkheadInflight))), r.last(r.sel(r.name(catalog.BulkheadMaxConcurrent))), num(s.threshold))
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Bulkhead %s has had more than %s of its permits in use for %s: the next burst will be rejected.",
-				r.subject(false, ref), pct(s.threshold), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Bulkhead %s had %s of its permits in use on average over the last %s on its busiest instance (threshold %s), for %s: the next burst will be rejected.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -250,12 +376,13 @@ and on (%[3]s)
 		thresholdDoc: "fallback invocations per second ({window} rate)",
 		forDur:       15 * time.Minute,
 		summary:      "Service is running degraded on fallbacks.",
+		value:        valueNumber,
 		expr: func(r *resolved, s settings) string {
 			return fmt.Sprintf("sum by (%s) (%s) > %s", r.by(false), r.sel(r.recFallbacksByCause()), num(s.threshold))
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Fallback %s ran in every %s window for %s: users are being served the degraded answer.",
-				r.subject(false, ref), r.window(), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Fallback %s ran in every %s window for %s, %s times per second over the last %s: users are being served the degraded answer.",
+				r.subject(false, a.ref), r.window(), FormatDuration(s.forDur), a.value, r.window())
 		},
 	},
 	{
@@ -264,16 +391,33 @@ and on (%[3]s)
 		thresholdDoc: "share (0..1) of the breaker's own slow-call-rate threshold",
 		forDur:       10 * time.Minute,
 		summary:      "Circuit breaker is close to tripping on slow calls.",
+		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
 			return fmt.Sprintf("max by (%[1]s) (%[2]s)\n> %[3]s * max by (%[1]s) (%[4]s)", gi,
-				r.sel(r.name(catalog.BreakerSlowCallRate)), num(s.threshold), r.sel(r.name(catalog.BreakerSlowCallRateThreshold)))
+				r.last(r.sel(r.name(catalog.BreakerSlowCallRate))), num(s.threshold), r.last(r.sel(r.name(catalog.BreakerSlowCallRateThreshold))))
 		},
-		description: func(r *resolved, s settings, ref func(string) string) string {
-			return fmt.Sprintf("Circuit breaker %s has had a slow-call rate above %s of its slow-call threshold for %s: it is about to trip on latency.",
-				r.subject(true, ref), pct(s.threshold), FormatDuration(s.forDur))
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Circuit breaker %s has a slow-call rate of %s, above %s of its slow-call threshold, for %s: it is about to trip on latency. Once it trips, the slow-call rate starts afresh and CircuitBreakerStuckOpen reports the episode with cause %s.",
+				r.subject(true, a.ref), a.value, pct(s.threshold), FormatDuration(s.forDur), catalog.TripSlowCallRate)
 		},
 	},
+}
+
+// impact renders the evidence that a not-closed breaker hurts callers, per process (or per
+// aggregation group): calls it rejected, or half-open probes that failed, within window.
+func (r *resolved) impact(perInstance bool, window time.Duration) string {
+	by := r.by(perInstance)
+	w := "[" + FormatDuration(window) + "]"
+	return fmt.Sprintf(`  sum by (%[1]s) (increase(%[2]s%[4]s)) > 0
+  or on (%[1]s)
+  sum by (%[1]s) (increase(%[3]s%[4]s)) > 0`, by,
+		r.sel(r.name(catalog.BreakerNotPermitted)),
+		r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateHalfOpen.String()), eq(catalog.LabelTo, catalog.StateOpen.String())), w)
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
 // withWindow replaces, in text, {window} with the rate window w in PromQL syntax (5m),
@@ -288,6 +432,11 @@ func withWindow(text string, w time.Duration) string {
 	}
 	return strings.NewReplacer("{window}", FormatDuration(w), "{window words}", words, "{window adj}", adj).Replace(text)
 }
+
+// spikeEarlyOffset is how far back RetryRateSpike's first-hour baseline ends: two rate windows
+// and the for duration, so that the spike itself is not part of the baseline while the rate
+// window fills with it, while the alert is pending, and for one more rate window once it fires.
+func spikeEarlyOffset(r *resolved, s settings) time.Duration { return 2*r.rateWindow + s.forDur }
 
 func stuckOpenWindow(s settings) time.Duration {
 	return max(time.Duration(s.threshold)*time.Second, stuckOpenMinWindow)

@@ -36,12 +36,12 @@ const (
 	// DefaultRateWindow is the rate window unless Config.RateWindow is set.
 	DefaultRateWindow = 5 * time.Minute
 	// MinRateWindow and MaxRateWindow bound Config.RateWindow.
-	MinRateWindow = time.Minute
+	MinRateWindow = 30 * time.Second
 	MaxRateWindow = time.Hour
 	// MaxGroupBy caps the number of Config.GroupBy labels: each one is part of every
 	// recorded series' name and of every alert's label set.
 	MaxGroupBy = 16
-	// MaxURLLength caps Config.RunbookBaseURL, in bytes.
+	// MaxURLLength caps Config.RunbookBaseURL and Config.GrafanaBaseURL, in bytes.
 	MaxURLLength = 2048
 )
 
@@ -79,7 +79,10 @@ type Config struct {
 	// *catalog.ConfigError with Field "selector".
 	Selector string
 	// GroupBy are the labels every aggregation keeps; nil means DefaultGroupBy (job, name).
-	// It must contain "name" and must not contain "instance" (the per-process alerts add it).
+	// "name" is always kept (every alert is about one named primitive): listed or not, it is
+	// there, after the labels listed without it ([cluster, job] keeps cluster, job, name). It
+	// must not contain "instance" (the per-process alerts add it) nor "datasource" (the name of
+	// the dashboards' data source variable, which the other labels become).
 	GroupBy []string
 	// RunbookBaseURL is the base of every runbook_url annotation (<base>/<AlertName>): where
 	// you publish the generated runbooks (runbooks/<AlertName>/README.md), such as
@@ -99,21 +102,74 @@ type Config struct {
 	// on them use (`rate(…[5m])`); the recorded series are named after it
 	// (…:rate5m, …:ratio_rate5m; …:rate1m with a 1m window), and the generated tests and
 	// runbooks follow it. 0 means DefaultRateWindow (5m). It must be a whole number of seconds
-	// in [MinRateWindow, MaxRateWindow] (1m to 1h), and should be at least 4× the scrape
-	// interval, so that every window holds several samples of each counter. Windows with a
-	// meaning of their own are not affected: CircuitBreakerStuckOpen's lookback (its threshold,
-	// at least 2m), CircuitBreakerFlapping's 15m, RetryBudgetExhausted's 2m rate and
-	// RetryRateSpike's one-hour offset. An alert whose for is shorter than the rate window
-	// fires on blips: a short burst stays in the window for the whole window.
+	// in [MinRateWindow, MaxRateWindow] (30s to 1h), and should be at least 4× the scrape
+	// interval, so that every window holds several samples of each counter (30s suits scrapes
+	// every few seconds, such as the demo's). The gauges the alerts read (trip timestamps,
+	// breaker states, slow-call rates, bulkhead permits) are read over the rate window too
+	// (last_over_time, avg_over_time), so that a failed scrape does not restart a for. Windows
+	// with a meaning of their own are not affected: CircuitBreakerStuckOpen's and
+	// CircuitBreakerOpenFleetWide's lookback for rejections (at least 2m),
+	// CircuitBreakerFlapping's 15m, RetryBudgetExhausted's minutes and RetryRateSpike's
+	// one-hour offset. An alert whose for is shorter than the rate window fires on blips: a
+	// short burst stays in the window for the whole window.
 	RateWindow time.Duration
 	// DashboardTitlePrefix is the title prefix of the generated Grafana dashboards, which the
 	// runbooks point at ("<prefix> / Overview"); "" means DefaultDashboardTitlePrefix.
 	DashboardTitlePrefix string
+	// DashboardUIDPrefix is the uid prefix of the generated Grafana dashboards (as
+	// dashboards.Config.UIDPrefix): every alert's dashboard_url opens the Dependency dashboard,
+	// uid "<prefix>-dependency" (DependencyDashboardUID). "" means DefaultDashboardUIDPrefix.
+	DashboardUIDPrefix string
+	// GrafanaBaseURL is where Grafana serves the generated dashboards, such as
+	// https://grafana.example.com: every alert's dashboard_url annotation is
+	// <base>/d/<uid>?var-…=… (the Dependency dashboard on the alert's labels). The same rules
+	// as RunbookBaseURL apply (an absolute http or https URL with a host, or a relative path;
+	// no userinfo, query or fragment; never expanded as a template). "" means none: the
+	// annotation is the path /d/<uid>?…, relative to Grafana's root.
+	GrafanaBaseURL string
 	// SLOs are the dependency SLOs (see SLO). Their rules are a file of their own
 	// (GenerateSLORules: one group per SLO recording its SLI and error budget and alerting on
 	// its burn rate), with their own tests (GenerateSLOTests); GenerateRunbooks adds their
 	// runbook. Generate, Groups and GenerateTests leave them out.
 	SLOs []SLO
+}
+
+// DefaultDashboardUIDPrefix is the dashboards' default uid prefix (dashboards.DefaultUIDPrefix;
+// the dashboards package, which imports this one, checks that they agree).
+const DefaultDashboardUIDPrefix = "stormwatch"
+
+// maxDashboardUID is Grafana's limit on a dashboard uid's length.
+const maxDashboardUID = 40
+
+// dependencyDashboardSuffix ends the Dependency dashboard's uid.
+const dependencyDashboardSuffix = "-dependency"
+
+// dashboardDatasourceVariable is the dashboards' data source variable: no group_by label may be
+// called so, since the others become dashboard variables of their names.
+const dashboardDatasourceVariable = "datasource"
+
+// DependencyDashboardUID is the uid of the Dependency dashboard generated with uidPrefix, the
+// dashboard every alert's dashboard_url opens (dashboards.DependencyUID, which a test of the
+// dashboards package holds to the same value).
+func DependencyDashboardUID(uidPrefix string) string {
+	if uidPrefix == "" {
+		uidPrefix = DefaultDashboardUIDPrefix
+	}
+	return uidPrefix + dependencyDashboardSuffix
+}
+
+// checkUIDPrefix accepts what the dashboards accept as a uid prefix: letters, digits, '-' and
+// '_', short enough for every dashboard uid to stay within Grafana's limit.
+func checkUIDPrefix(s string) error {
+	if max := maxDashboardUID - len(dependencyDashboardSuffix); len(s) > max {
+		return fmt.Errorf("%d characters, at most %d allowed (Grafana uids are at most %d)", len(s), max, maxDashboardUID)
+	}
+	for i, c := range s {
+		if !(c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+			return fmt.Errorf("invalid character %q at offset %d (want [a-zA-Z0-9_-])", c, i)
+		}
+	}
+	return nil
 }
 
 // DefaultDashboardTitlePrefix is the dashboards' default title prefix.
@@ -133,6 +189,10 @@ type AlertConfig struct {
 	KeepFiringFor *time.Duration
 	// Severity replaces the alert's severity: info, warning or critical.
 	Severity string
+	// MinInstances, for CircuitBreakerOpenFleetWide only, is how many instances of a job must
+	// have the breaker open (besides more than the threshold's share of them): 1 to
+	// MaxMinInstances, DefaultMinInstances when nil.
+	MinInstances *int
 }
 
 // ConfigError is the configuration error of every stormwatch package (catalog.ConfigError).
@@ -164,6 +224,8 @@ type settings struct {
 	forDur    time.Duration
 	keep      time.Duration
 	severity  string
+	// minInstances is CircuitBreakerOpenFleetWide's instance floor (0 for the others).
+	minInstances int
 }
 
 // resolved is a validated Config with its defaults applied.
@@ -174,10 +236,21 @@ type resolved struct {
 	runbookBase string
 	format      Format
 	alerts      map[string]settings
+	titlePrefix string        // of the dashboards' titles
 	dashboard   string        // title of the Overview dashboard
 	rateWindow  time.Duration // window of the recorded rates
-	slos        []*resolvedSLO
+	// grafanaBase is GrafanaBaseURL without a trailing slash ("" for none), dependencyUID the
+	// uid of the Dependency dashboard, and dashVars the labels that are variables of it besides
+	// instance (GroupBy as configured, without the selector's labels).
+	grafanaBase   string
+	dashUIDPrefix string
+	dependencyUID string
+	dashVars      []string
+	slos          []*resolvedSLO
 }
+
+// dependencyTitle is the title of the Dependency dashboard.
+func (r *resolved) dependencyTitle() string { return r.titlePrefix + " / Dependency" }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
 func (cfg Config) Validate() error {
@@ -209,7 +282,7 @@ func (cfg Config) resolve() (*resolved, error) {
 		gb = DefaultGroupBy
 	}
 	if len(gb) == 0 {
-		return nil, fieldErr("group_by", gb, "empty; it must contain at least %q", catalog.LabelName)
+		return nil, fieldErr("group_by", gb, "empty; leave it out for the default %v, or list the labels to keep besides %q", DefaultGroupBy, catalog.LabelName)
 	}
 	if len(gb) > MaxGroupBy {
 		return nil, fieldErr("group_by", gb, "%d labels, at most %d allowed", len(gb), MaxGroupBy)
@@ -224,6 +297,8 @@ func (cfg Config) resolve() (*resolved, error) {
 			return nil, fieldErr("group_by", gb, "%q is reserved (label names starting with __ are internal)", l)
 		case l == labelInstance:
 			return nil, fieldErr("group_by", gb, "%q must not be listed: the per-process alerts add it and CircuitBreakerOpenFleetWide counts instances", l)
+		case l == dashboardDatasourceVariable:
+			return nil, fieldErr("group_by", gb, "%q is the dashboards' data source variable: every other group_by label becomes a dashboard variable of its name", l)
 		case selector.ReservedLabel(l):
 			return nil, fieldErr("group_by", gb, "%q is a metric label the rules aggregate away or match on themselves", l)
 		case seen[l]:
@@ -232,9 +307,11 @@ func (cfg Config) resolve() (*resolved, error) {
 		seen[l] = true
 	}
 	if !seen[catalog.LabelName] {
-		return nil, fieldErr("group_by", gb, "must contain %q: every alert is about one named primitive", catalog.LabelName)
+		gb = append(slices.Clone(gb), catalog.LabelName)
+		seen[catalog.LabelName] = true
 	}
 	r.groupBy = slices.Clone(gb)
+	r.dashVars = slices.Clone(gb)
 	for _, m := range ms {
 		if !seen[m.Name] && m.Name != labelInstance {
 			seen[m.Name] = true
@@ -262,11 +339,27 @@ func (cfg Config) resolve() (*resolved, error) {
 	}
 	r.runbookBase = strings.TrimSuffix(r.runbookBase, "/")
 
-	r.dashboard = cfg.DashboardTitlePrefix
-	if r.dashboard == "" {
-		r.dashboard = DefaultDashboardTitlePrefix
+	if cfg.GrafanaBaseURL != "" {
+		if err := checkBaseURL(cfg.GrafanaBaseURL); err != nil {
+			return nil, fieldErr("grafana_base_url", cfg.GrafanaBaseURL, "%v", err)
+		}
+		r.grafanaBase = strings.TrimSuffix(cfg.GrafanaBaseURL, "/")
 	}
-	r.dashboard += " / Overview"
+	uidPrefix := cfg.DashboardUIDPrefix
+	if uidPrefix == "" {
+		uidPrefix = DefaultDashboardUIDPrefix
+	}
+	if err := checkUIDPrefix(uidPrefix); err != nil {
+		return nil, fieldErr("dashboards.uid_prefix", cfg.DashboardUIDPrefix, "%v", err)
+	}
+	r.dashUIDPrefix = uidPrefix
+	r.dependencyUID = DependencyDashboardUID(uidPrefix)
+
+	r.titlePrefix = cfg.DashboardTitlePrefix
+	if r.titlePrefix == "" {
+		r.titlePrefix = DefaultDashboardTitlePrefix
+	}
+	r.dashboard = r.titlePrefix + " / Overview"
 
 	switch cfg.Format {
 	case "":
@@ -312,6 +405,19 @@ func (cfg Config) resolve() (*resolved, error) {
 				return nil, fieldErr(path+"keep_firing_for", model.Duration(*o.KeepFiringFor), "%v", err)
 			}
 			s.keep = *o.KeepFiringFor
+		}
+		if sp.name == AlertOpenFleetWide {
+			s.minInstances = DefaultMinInstances
+		}
+		if o.MinInstances != nil {
+			n := *o.MinInstances
+			switch {
+			case sp.name != AlertOpenFleetWide:
+				return nil, fieldErr(path+"min_instances", n, "only %s has min_instances", AlertOpenFleetWide)
+			case n < 1 || n > MaxMinInstances:
+				return nil, fieldErr(path+"min_instances", n, "out of range [1, %d]", MaxMinInstances)
+			}
+			s.minInstances = n
 		}
 		if o.Severity != "" {
 			if !slices.Contains(Severities, o.Severity) {

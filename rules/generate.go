@@ -11,6 +11,7 @@ package rules
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,15 +78,41 @@ func (r *resolved) alertRule(sp alertSpec, s settings) Rule {
 		KeepFiringFor: s.keep,
 		Labels:        map[string]string{"severity": s.severity},
 		Annotations: map[string]string{
-			"summary":     sp.summary,
-			"description": sp.description(r, s, templateRef),
-			"runbook_url": templateLiteral(r.runbookURL(sp.name)),
+			"summary":       sp.summary,
+			"description":   sp.description(r, s, r.templateArgs(sp, s)),
+			"runbook_url":   templateLiteral(r.runbookURL(sp.name)),
+			"dashboard_url": r.dashboardURL(sp.perInstance, templateLiteral(r.grafanaBase), func(l string) string { return "{{ $labels." + l + " | urlquery }}" }),
 		},
 	}
 }
 
+// templateArgs are the description's arguments as alert template text.
+func (r *resolved) templateArgs(sp alertSpec, s settings) descArgs {
+	a := descArgs{ref: templateRef, value: sp.value.template()}
+	if sp.causes != nil {
+		a.causes = sp.causes(r, s)
+	}
+	return a
+}
+
 // runbookURL is the runbook_url of an alert, as the annotation expands to.
 func (r *resolved) runbookURL(alert string) string { return r.runbookBase + "/" + alert }
+
+// dashboardURL is the dashboard_url annotation: the Dependency dashboard under base (the
+// Grafana base URL, as template text or expanded) with its variables set to the alert's labels
+// (those that are variables of the dashboard: the configured group_by and, for alerts about
+// one process, instance). value renders a label's value, already escaped for a URL query.
+func (r *resolved) dashboardURL(perInstance bool, base string, value func(label string) string) string {
+	vars := slices.Clone(r.dashVars)
+	if perInstance {
+		vars = append(vars, labelInstance)
+	}
+	q := make([]string, len(vars))
+	for i, l := range vars {
+		q[i] = "var-" + l + "=" + value(l)
+	}
+	return base + "/d/" + r.dependencyUID + "?" + strings.Join(q, "&")
+}
 
 // templateLiteral returns s as alert template text that expands to s itself. Prometheus
 // expands every annotation and label of an alerting rule as a Go text/template, so a

@@ -43,18 +43,25 @@ func TestTemplateLiteralExpandsToItself(t *testing.T) {
 	}
 }
 
-// TestHostileRunbookURLs: every hostile runbook_base_url is either refused with a ConfigError
-// naming the field, or yields a rule file that promtool accepts and whose runbook_url expands
-// to the URL itself. https://x/{{ used to be accepted and break the rule file.
+// TestHostileRunbookURLs: every hostile runbook_base_url and grafana_base_url is either
+// refused with a ConfigError naming the field, or yields a rule file that promtool accepts and
+// whose runbook_url expands to the URL itself. https://x/{{ used to be accepted and break the
+// rule file.
 func TestHostileRunbookURLs(t *testing.T) {
 	var accepted []string
 	for _, h := range hostileStrings {
 		for _, u := range []string{"https://x/" + h, "https://x.example/rb/" + h + "/end", "runbooks/" + h, h} {
 			_, err := Generate(Config{RunbookBaseURL: u})
+			_, gerr := Generate(Config{GrafanaBaseURL: u})
+			assert.Equal(t, err == nil, gerr == nil || u == "", "%q: runbook_base_url and grafana_base_url accept the same URLs", u)
 			if err != nil {
 				var ce *ConfigError
 				require.True(t, errors.As(err, &ce), "%q: %v", u, err)
 				assert.Equal(t, "runbook_base_url", ce.Field, u)
+				if u != "" {
+					require.True(t, errors.As(gerr, &ce), "%q: %v", u, gerr)
+					assert.Equal(t, "grafana_base_url", ce.Field, u)
+				}
 				continue
 			}
 			accepted = append(accepted, u)
@@ -69,7 +76,7 @@ func TestHostileRunbookURLs(t *testing.T) {
 	var files []string
 	for i, u := range accepted {
 		name := filepath.Join(dir, fmt.Sprintf("rules%03d.yaml", i))
-		out, err := Generate(Config{RunbookBaseURL: u})
+		out, err := Generate(Config{RunbookBaseURL: u, GrafanaBaseURL: u})
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(name, out, 0o644))
 		files = append(files, name)
@@ -81,14 +88,15 @@ func TestHostileRunbookURLs(t *testing.T) {
 
 // TestTemplateSyntaxNeverReachesAnnotationsUnescaped bypasses the URL validation: even a base
 // holding template syntax yields a rule file promtool loads, and the generated tests (which
-// expect the literal URL in runbook_url) pass — the escaping alone keeps the file valid.
+// expect the literal URL in runbook_url and dashboard_url) pass — the escaping alone keeps the
+// file valid. Two alerts' tests are run: one about a process, one about a job.
 func TestTemplateSyntaxNeverReachesAnnotationsUnescaped(t *testing.T) {
 	promtool(t)
 	for _, base := range []string{"https://x/{{", `https://x/}}{{ $labels.name }}"`} {
 		t.Run(base, func(t *testing.T) {
 			r, err := Config{}.resolve()
 			require.NoError(t, err)
-			r.runbookBase = base
+			r.runbookBase, r.grafanaBase = base, base
 			rulesYAML, err := r.render(FormatPrometheus)
 			require.NoError(t, err)
 			testsYAML, err := r.renderTests("rules.yaml")
@@ -98,8 +106,8 @@ func TestTemplateSyntaxNeverReachesAnnotationsUnescaped(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.test.yaml"), testsYAML, 0o644))
 			out, ok := runPromtool(t, dir, "check", "rules", "--lint=all", "--lint-fatal", "rules.yaml")
 			require.True(t, ok, "%s", out)
-			out, ok = runPromtool(t, dir, "test", "rules", "rules.test.yaml")
-			require.True(t, ok, "runbook_url expands to the literal URL: %s", firstLines(out, 40))
+			out, ok = runPromtool(t, dir, "test", "rules", "--run", "^("+AlertStuckOpen+"|"+AlertRetryRateHigh+"):", "rules.test.yaml")
+			require.True(t, ok, "runbook_url and dashboard_url expand to the literal URL: %s", firstLines(out, 40))
 		})
 	}
 }

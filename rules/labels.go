@@ -38,15 +38,16 @@ func (r *resolved) testLabels() (map[string]string, error) {
 	return out, nil
 }
 
-// instanceValues picks n distinct instance values that satisfy the selector.
-func (r *resolved) instanceValues(n int) ([]string, error) {
+// instanceValues picks n distinct instance values that satisfy the selector, for the tests of
+// alert.
+func (r *resolved) instanceValues(n int, alert string) ([]string, error) {
 	out := make([]string, n)
 	seen := map[string]bool{}
 	for i := range n {
 		v, err := r.pickLabelValue(labelInstance, []string{fmt.Sprintf("10.0.0.%d:9464", i+1)})
 		if err != nil || seen[v] {
 			return nil, fieldErr("selector", nil, "%s allows too few distinct instance values to generate the %s tests (%d instances)",
-				r.selectorString(), AlertOpenFleetWide, n)
+				r.selectorString(), alert, n)
 		}
 		seen[v] = true
 		out[i] = v

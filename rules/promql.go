@@ -2,6 +2,7 @@ package rules
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stormwatch-go/stormwatch/collector/catalog"
@@ -129,5 +130,46 @@ func (r *resolved) recordingRules() []Rule {
 		{Record: r.recBulkheadRejectionRatio(), Expr: "sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind(), eq(catalog.LabelKind, catalog.AdmissionRejected.String())) + ")\n/\n" +
 			"sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind()) + ")"},
 		{Record: r.recFallbacksByCause(), Expr: "sum by (" + byCause + ") (" + rate(catalog.FallbackCalls) + ")"},
+		{Record: r.recBreakerTrips(), Expr: "sum by (" + r.by(true) + ") (increase(" +
+			r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String())) +
+			"[" + FormatDuration(flappingWindow) + "]))"},
 	}
+}
+
+// last renders last_over_time(series[rate window]): a gauge's latest sample within the rate
+// window. Prometheus marks every series of a target stale when a scrape fails, so a gauge read
+// as it is vanishes for one evaluation and restarts the for of the alerts on it; read through
+// last_over_time it survives missed scrapes (the rate window holds several), and a target that
+// disappears for good leaves the alerts within one rate window.
+func (r *resolved) last(series string) string { return "last_over_time(" + r.rangeOf(series) + ")" }
+
+// labelSel renders a vector selector of series for a query inside an alert template: one
+// `label=%q` per output label of the alert (queryTemplate fills them in from $labels), then
+// the configured selector, its % signs doubled for printf.
+func (r *resolved) labelSel(perInstance bool, series string) string {
+	var parts []string
+	for _, l := range r.labels(perInstance) {
+		parts = append(parts, l+"=%q")
+	}
+	for _, m := range r.matchers {
+		parts = append(parts, strings.ReplaceAll(m.String(), "%", "%%"))
+	}
+	return series + "{" + strings.Join(parts, ", ") + "}"
+}
+
+// queryTemplate renders alert template text that runs query (built with labelSel for the
+// same perInstance) for the alert's own labels and expands body with the result as dot, or
+// elseText when the query returns nothing.
+func (r *resolved) queryTemplate(query string, perInstance bool, body, elseText string) string {
+	var args strings.Builder
+	for _, l := range r.labels(perInstance) {
+		args.WriteString(" $labels." + l)
+	}
+	return "{{ with printf " + strconv.Quote(query) + args.String() + " | query }}" + body + "{{ else }}" + elseText + "{{ end }}"
+}
+
+// recBreakerTrips is the recorded number of trips (closed → open) per process over the
+// flapping window.
+func (r *resolved) recBreakerTrips() string {
+	return r.recorded([]string{labelInstance}, catalog.CircuitBreaker, "trips", "increase"+FormatDuration(flappingWindow))
 }

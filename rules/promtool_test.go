@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stormwatch-go/stormwatch/collector/catalog"
 )
 
 // promtoolPath is where scripts/install-tools.sh puts promtool 3.16.
@@ -113,6 +115,16 @@ func TestPromtoolAcceptsGeneratedRulesAndTests(t *testing.T) {
 			},
 		},
 		"rate window 1m, defaults otherwise": {RateWindow: time.Minute},
+		// The shortest window (scrapes every few seconds) and fors that are no whole number of
+		// evaluation intervals, as in the demo profile.
+		"rate window 30s": {RateWindow: 30 * time.Second, Alerts: map[string]AlertConfig{
+			AlertStuckOpen: {Threshold: ptr(25.0), For: ptr(10 * time.Second)}, AlertRejectingCalls: {For: ptr(time.Minute)},
+			AlertRetryRateHigh: {For: ptr(45 * time.Second)}, AlertRetryBudgetExhausted: {For: ptr(90 * time.Second)}, AlertRetryRateSpike: {For: ptr(time.Minute)}, AlertRetriesNotRescuing: {For: ptr(time.Minute)},
+			AlertBulkheadRejectionsHigh: {For: ptr(time.Minute)}, AlertBulkheadSaturated: {For: ptr(30 * time.Second)},
+			AlertFallbackSustained: {For: ptr(time.Minute)}, AlertSlowCallRateHigh: {For: ptr(30 * time.Second)},
+		}},
+		// The configuration of the issue: group_by without name (it is always kept) and a selector.
+		"group_by cluster and job, with a selector": {GroupBy: []string{"cluster", "job"}, Selector: `job=~"checkout|cart", cluster!="dev"`},
 		// A long rate window (slow scrapes), not a whole number of minutes: the fors on rates
 		// exceed it.
 		"rate window 15m30s, long fors": {
@@ -179,9 +191,19 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"flipped comparison", AlertRetriesNotRescuing, "ratio_rate5m < 0.5", "ratio_rate5m > 0.5", "fires"},
 		{"off-by-one trip count", AlertFlapping, ") >= 3", ") > 3", "fires on trip number 3"},
 		{"idle breaker pages (traffic clause dropped)", AlertStuckOpen, "and on (job, name, instance)", "or on (job, name, instance)", "idle: an open breaker without traffic"},
-		{"blip pages (for dropped)", AlertBulkheadSaturated, "for: 10m", "for: 0s", "blip"},
+		{"trip cause dropped", AlertStuckOpen, "max by (job, name, instance, cause)", "max by (job, name, instance)", "names the cause slow_call_rate"},
+		{"stuck-open gauge read as it is (a failed scrape restarts for)", AlertStuckOpen, "last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[5m])", "resilience_circuitbreaker_tripped_since_timestamp_seconds", "one scrape failed"},
+		{"blip pages (for dropped)", AlertSlowCallRateHigh, "for: 10m", "for: 0s", "blip"},
+		{"saturation fires too early (for dropped)", AlertBulkheadSaturated, "for: 10m", "for: 0s", "fires when every permit is in use"},
+		{"bulkhead gauge read as it is (a failed scrape restarts for)", AlertBulkheadSaturated, "avg_over_time(resilience_bulkhead_inflight_calls[5m])", "resilience_bulkhead_inflight_calls", "one scrape failed"},
+		{"slow-call gauge read as it is (a restart resets for)", AlertSlowCallRateHigh, "last_over_time(resilience_circuitbreaker_slow_call_rate[5m])", "resilience_circuitbreaker_slow_call_rate", "process restarts"},
 		{"no resolution (keep_firing_for far too long)", AlertRetryRateHigh, "ratio_rate5m > 0.05\n        for: 5m", "ratio_rate5m > 0.05\n        for: 5m\n        keep_firing_for: 1h", "resolves"},
 		{"spike compared without the hour-ago baseline", AlertRetryRateSpike, "offset 1h", "offset 0s", "fires when the retry rate jumps"},
+		{"spike without a first-hour baseline", AlertRetryRateSpike, "offset 15m", "offset 2h", "fires in the first hour"},
+		{"fleet-wide on a single instance (min_instances dropped)", AlertOpenFleetWide, ") >= 2\n", ") >= 1\n", "a job of 1 instance(s)"},
+		{"fleet-wide counts disabled and forced-open breakers", AlertOpenFleetWide, `{state=~"open|half_open"}`, `{state!="closed"}`, "forced open by an operator"},
+		{"budget over 2m (a denial every 105s pages)", AlertRetryBudgetExhausted, "[1m]", "[2m]", "denials every 105s"},
+		{"flapping held by keep_firing_for (resolves 25m after)", AlertFlapping, "        labels:\n", "        keep_firing_for: 10m\n        labels:\n", "resolves 15m after the last trip"},
 	}
 	rulesYAML, err := GeneratePrometheus(Config{})
 	require.NoError(t, err)
@@ -206,7 +228,7 @@ func TestMutationsAreCaught(t *testing.T) {
 	}
 }
 
-// mutateAlert replaces from with to inside the rule of alert only.
+// mutateAlert replaces every from with to inside the rule of alert only.
 func mutateAlert(t *testing.T, file, alert, from, to string) string {
 	t.Helper()
 	start := strings.Index(file, "- alert: "+alert+"\n")
@@ -222,7 +244,7 @@ func mutateAlert(t *testing.T, file, alert, from, to string) string {
 	}
 	rule := file[start:end]
 	require.Contains(t, rule, from, "mutation anchor not found in %s", alert)
-	return file[:start] + strings.Replace(rule, from, to, 1) + file[end:]
+	return file[:start] + strings.ReplaceAll(rule, from, to) + file[end:]
 }
 
 func firstLines(s string, n int) string {
@@ -288,12 +310,38 @@ func TestEveryAlertHasItsFourCases(t *testing.T) {
 }
 
 func TestGeneratedSeriesNotation(t *testing.T) {
-	assert.Equal(t, "0 0 5+5x2", counter(time.Minute, when(30*time.Second, forever, 5, 0)))
-	assert.Equal(t, "0x1 60x1 0", gauge(time.Minute, when(30*time.Second, 60*time.Second, 60, 0)))
-	assert.Equal(t, "1 NaN NaN", gauge(30*time.Second, func(t time.Duration) float64 {
+	c := &scenario{r: &resolved{}, lv: map[string]string{}}
+	m := catalog.RetryAttempts
+	assert.Equal(t, "0x1 5+5x2", c.counter(m, time.Minute, when(30*time.Second, forever, 5, 0)).render())
+	assert.Equal(t, "0x1 60x1 0", c.gauge(m, time.Minute, when(30*time.Second, 60*time.Second, 60, 0)).render())
+	assert.Equal(t, "1 NaN NaN", c.gauge(m, 30*time.Second, func(t time.Duration) float64 {
 		if t == 0 {
 			return 1
 		}
 		return math.NaN()
-	}))
+	}).render())
+
+	// A restart: a stale marker, a missed scrape, then the counter from 0 with the calls of
+	// the gap.
+	tr := c.counter(m, 2*time.Minute, func(time.Duration) float64 { return 1 })
+	restart(45*time.Second, 30*time.Second, tr)
+	assert.Equal(t, "0+1x2 stale _x1 3+1x3", tr.render())
+	// increase() as Prometheus computes it, across a restart too: one call a step, 20 in 5m.
+	steady := c.counter(m, 10*time.Minute, func(time.Duration) float64 { return 1 })
+	v, ok := steady.increase(10*time.Minute, 5*time.Minute)
+	require.True(t, ok)
+	assert.InDelta(t, 20.0, v, 1e-9)
+	restart(8*time.Minute, 30*time.Second, steady)
+	v, ok = steady.increase(10*time.Minute, 5*time.Minute)
+	require.True(t, ok)
+	assert.InDelta(t, 20.0, v, 1e-9)
+
+	g := c.gauge(m, time.Minute, func(time.Duration) float64 { return 7 })
+	failScrape(30*time.Second, g)
+	assert.Equal(t, "7x1 stale 7x1", g.render())
+	disappear(60*time.Second, g)
+	assert.Equal(t, "7x1 stale 7 stale", g.render())
+	last, ok := g.last(time.Minute, time.Minute)
+	require.True(t, ok)
+	assert.Equal(t, 7.0, last)
 }

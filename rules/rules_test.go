@@ -54,6 +54,8 @@ func TestMixtoolConventions(t *testing.T) {
 		window := FormatDuration(cmp.Or(cfg.RateWindow, DefaultRateWindow))
 		groups, err := Groups(cfg)
 		require.NoError(t, err)
+		r, err := cfg.resolve()
+		require.NoError(t, err)
 		require.Len(t, groups, len(GroupNames))
 		alerts := 0
 		for i, g := range groups {
@@ -64,6 +66,10 @@ func TestMixtoolConventions(t *testing.T) {
 					assert.Equal(t, GroupRecording, g.Name)
 					assert.Regexp(t, recordingName, rl.Record, "recording rule name level:metric:operations")
 					parts := strings.Split(rl.Record, ":")
+					if rl.Record == r.recBreakerTrips() {
+						assert.Equal(t, "increase15m", parts[2], "the flapping window is its own")
+						continue
+					}
 					assert.Regexp(t, `^(ratio_)?rate`+window+`$`, parts[2])
 					continue
 				}
@@ -79,14 +85,22 @@ func TestMixtoolConventions(t *testing.T) {
 				assert.NotContains(t, sum, "{{", "%s: summary must be static", rl.Alert)
 				desc := rl.Annotations["description"]
 				assert.Contains(t, desc, "{{ $labels.name }}", "%s: description must be templated", rl.Alert)
-				assert.True(t, strings.HasSuffix(desc, "."), rl.Alert)
+				assert.True(t, strings.HasSuffix(desc, "."), "%s: %q", rl.Alert, desc)
+				assert.Contains(t, desc, "$value", "%s: the description states the measured value", rl.Alert)
 				base := strings.TrimSuffix(cfg.RunbookBaseURL, "/")
 				if base == "" {
 					base = DefaultRunbookBaseURL
 				}
 				assert.Equal(t, base+"/"+rl.Alert, rl.Annotations["runbook_url"])
-				assert.True(t, rl.For > 0 || rl.KeepFiringFor > 0, "%s: needs for or keep_firing_for", rl.Alert)
-				assert.Len(t, rl.Annotations, 3, rl.Alert)
+				if rl.Alert == AlertFlapping {
+					// Its expression holds it between trips (max_over_time of the trip count).
+					assert.Contains(t, rl.Expr, "max_over_time(", rl.Alert)
+				} else {
+					assert.True(t, rl.For > 0 || rl.KeepFiringFor > 0, "%s: needs for or keep_firing_for", rl.Alert)
+				}
+				assert.Len(t, rl.Annotations, 4, rl.Alert)
+				assert.True(t, strings.HasPrefix(rl.Annotations["dashboard_url"], "/d/stormwatch-dependency?"), "%s: %s", rl.Alert, rl.Annotations["dashboard_url"])
+				assert.Contains(t, rl.Annotations["dashboard_url"], "var-name={{ $labels.name | urlquery }}", rl.Alert)
 			}
 		}
 		assert.Equal(t, len(AlertNames()), alerts)
@@ -108,7 +122,7 @@ func TestPerInstanceAlertsKeepInstance(t *testing.T) {
 				continue
 			}
 			assert.Equal(t, perInstance[rl.Alert], strings.Contains(rl.Expr, "instance"), "%s: instance kept", rl.Alert)
-			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.HasPrefix(rl.Expr, "job_name:"), "%s keeps job and name", rl.Alert)
+			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.HasPrefix(rl.Expr, "job_name:") || strings.HasPrefix(rl.Expr, "job_name_instance:"), "%s keeps job and name", rl.Alert)
 		}
 	}
 }
@@ -124,26 +138,31 @@ func TestConfigKnobsChangeOutput(t *testing.T) {
 		absent []string // substrings of the default output that must be gone
 	}{
 		{"namespace", Config{Namespace: "acme"}, []string{"acme_circuitbreaker_tripped_since_timestamp_seconds", "job_name:acme_retry_attempts:rate5m"}, []string{"resilience_"}},
-		{"no namespace", Config{Namespace: NoNamespace}, []string{"(circuitbreaker_tripped_since_timestamp_seconds > 0)", "job_name:retry_attempts:rate5m"}, []string{"resilience_"}},
+		{"no namespace", Config{Namespace: NoNamespace}, []string{"(last_over_time(circuitbreaker_tripped_since_timestamp_seconds[5m]) > 0)", "job_name:retry_attempts:rate5m"}, []string{"resilience_"}},
 		{"selector", Config{Selector: `job="checkout"`}, []string{`resilience_circuitbreaker_tripped_since_timestamp_seconds{job="checkout"}`, `job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"}`, `resilience_retry_attempts_total{job="checkout"}[5m] offset 1h`}, nil},
 		{"selector label kept", Config{Selector: `env="prod"`}, []string{"sum by (job, name, env)", "job_name_env:resilience_retry_attempts:rate5m"}, nil},
 		{"group_by", Config{GroupBy: []string{"cluster", "name"}}, []string{"sum by (cluster, name)", "cluster_name:resilience_retry_attempts:rate5m", "max by (cluster, name, instance)"}, []string{"job_name:"}},
 		{"runbook base", Config{RunbookBaseURL: "https://runbooks.example.com/sw"}, []string{"runbook_url: https://runbooks.example.com/sw/CircuitBreakerStuckOpen"}, []string{"runbook_url: runbooks/"}},
 		{"threshold", Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(0.2)}}}, []string{"ratio_rate5m > 0.2"}, []string{"ratio_rate5m > 0.05"}},
-		{"stuck-open threshold", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Threshold: ptr(300.0)}}}, []string{") > 300", "[5m]))", "more than 5m"}, []string{") > 120"}},
+		{"stuck-open threshold", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Threshold: ptr(300.0)}}}, []string{") > 300", "[5m])) > 0", "(threshold 5m)", "in the last 5m"}, []string{") > 120"}},
 		{"for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(3 * time.Minute)}}}, []string{"for: 3m"}, nil},
-		{"keep_firing_for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(5 * time.Minute)}}}, []string{"keep_firing_for: 5m\n        labels:\n          severity: warning\n        annotations:\n          description: 'Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has not been closed"}, nil},
+		{"keep_firing_for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(5 * time.Minute)}}}, []string{"keep_firing_for: 5m\n        labels:\n          severity: warning\n        annotations:\n          dashboard_url: /d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}"}, nil},
+		{"min_instances", Config{Alerts: map[string]AlertConfig{AlertOpenFleetWide: {MinInstances: ptr(5)}}}, []string{") >= 5\n", "(at least 5 instances)"}, []string{") >= 2\n"}},
+		{"grafana base URL", Config{GrafanaBaseURL: "https://grafana.example.com/g/"}, []string{"dashboard_url: https://grafana.example.com/g/d/stormwatch-dependency?var-job="}, []string{"dashboard_url: /d/"}},
+		{"dashboard uid prefix", Config{DashboardUIDPrefix: "shop"}, []string{"dashboard_url: /d/shop-dependency?var-job="}, []string{"/d/stormwatch-dependency"}},
+		{"group_by reaches dashboard_url", Config{GroupBy: []string{"cluster", "job", "name"}, Selector: `env="prod"`}, []string{"/d/stormwatch-dependency?var-cluster={{ $labels.cluster | urlquery }}&var-job={{ $labels.job | urlquery }}&var-name={{ $labels.name | urlquery }}\n"}, []string{"var-env="}},
 		{"severity", Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Severity: "warning"}}}, nil, nil},
 		{"enabled", Config{Alerts: map[string]AlertConfig{AlertFallbackSustained: {Enabled: ptr(false)}}}, nil, []string{"FallbackSustained", "stormwatch-fallback"}},
 		{"rate window", Config{RateWindow: 3 * time.Minute}, []string{
 			"job_name:resilience_retry_attempts_per_call:ratio_rate3m > 0.05",
 			"record: job_name_cause:resilience_fallback_calls:rate3m\n        expr: sum by (job, name, cause) (rate(resilience_fallback_calls_total[3m]))",
 			"rate(resilience_retry_attempts_total[3m] offset 1h)",
-			"over the last 3m, for 5m",
+			"over the last 3m (threshold 5%), for 5m",
+			"avg_over_time(resilience_bulkhead_inflight_calls[3m])",
 			// The windows with a meaning of their own stay.
 			"increase(resilience_circuitbreaker_not_permitted_calls_total[2m])",
 			"increase(resilience_circuitbreaker_transitions_total{from=\"closed\", to=\"open\"}[15m])",
-			"rate(resilience_retry_budget_denied_total[2m])",
+			"increase(resilience_retry_budget_denied_total[1m])",
 		}, []string{"rate5m", "[5m]", "over the last 5m"}},
 		{"format", Config{Format: FormatOperator}, []string{"apiVersion: monitoring.coreos.com/v1", "kind: PrometheusRule", "spec:\n  groups:"}, nil},
 	}
@@ -213,7 +232,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	}{
 		{Config{Namespace: "9lives"}, "namespace", `"9lives"`},
 		{Config{GroupBy: []string{}}, "group_by", "empty"},
-		{Config{GroupBy: []string{"job"}}, "group_by", `must contain "name"`},
+		{Config{GroupBy: []string{"name", "datasource"}}, "group_by", `"datasource" is the dashboards' data source variable`},
 		{Config{GroupBy: []string{"name", "instance"}}, "group_by", `"instance"`},
 		{Config{GroupBy: []string{"name", "name"}}, "group_by", "twice"},
 		{Config{GroupBy: []string{"name", "bad-label"}}, "group_by", `"bad-label"`},
@@ -234,8 +253,8 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{GroupBy: append([]string{"name"}, labelNames(MaxGroupBy)...)}, "group_by", "17 labels, at most 16"},
 		{Config{GroupBy: []string{"name", "ünicode"}}, "group_by", "not a valid label name"},
 		{Config{Format: "json"}, "format", `"json"`},
-		{Config{RateWindow: 30 * time.Second}, "rate_window", "30s: out of range [1m, 1h]"},
-		{Config{RateWindow: 61 * time.Minute}, "rate_window", "1h1m: out of range [1m, 1h]"},
+		{Config{RateWindow: 20 * time.Second}, "rate_window", "20s: out of range [30s, 1h]"},
+		{Config{RateWindow: 61 * time.Minute}, "rate_window", "1h1m: out of range [30s, 1h]"},
 		{Config{RateWindow: -time.Minute}, "rate_window", "out of range"},
 		{Config{RateWindow: 90*time.Second + time.Millisecond}, "rate_window", "1m30s1ms: not a whole number of seconds"},
 		{Config{Alerts: map[string]AlertConfig{"CircuitBreakerStuck": {}}}, "alerts.CircuitBreakerStuck", "alerts.CircuitBreakerStuck: unknown alert (known: CircuitBreakerStuckOpen, "},
@@ -246,6 +265,12 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(48 * time.Hour)}}}, "alerts.CircuitBreakerStuckOpen.keep_firing_for", "longer than 1d"},
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(1500 * time.Millisecond)}}}, "alerts.CircuitBreakerStuckOpen.for", "whole number of seconds"},
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Severity: "page"}}}, "alerts.CircuitBreakerStuckOpen.severity", `severity = "page": not one of info, warning, critical`},
+		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {MinInstances: ptr(3)}}}, "alerts.CircuitBreakerStuckOpen.min_instances", "only CircuitBreakerOpenFleetWide has min_instances"},
+		{Config{Alerts: map[string]AlertConfig{AlertOpenFleetWide: {MinInstances: ptr(0)}}}, "alerts.CircuitBreakerOpenFleetWide.min_instances", "0: out of range [1, 10000]"},
+		{Config{GrafanaBaseURL: "https://grafana.example.com/?orgId=1"}, "grafana_base_url", "query"},
+		{Config{GrafanaBaseURL: "https://x/{{ .Foo }}"}, "grafana_base_url", "not allowed in a URL"},
+		{Config{GrafanaBaseURL: "https://admin:pw@grafana.example.com"}, "grafana_base_url", "userinfo"},
+		{Config{DashboardUIDPrefix: "a/b"}, "dashboards.uid_prefix", `'/'`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field+"/"+tc.msg, func(t *testing.T) {
@@ -315,7 +340,8 @@ func TestRunbooks(t *testing.T) {
 	}
 	files, err = GenerateRunbooks(Config{DashboardTitlePrefix: "Checkout"})
 	require.NoError(t, err)
-	assert.Contains(t, string(files[1].Data), "Dashboard **Checkout / Overview**")
+	assert.Contains(t, string(files[1].Data), "opens the **Checkout / Dependency** dashboard")
+	assert.Contains(t, string(files[1].Data), "in **Checkout / Overview**, whose \"who is hurting\" table")
 }
 
 func TestRunbookCausesCoverTheSeeds(t *testing.T) {

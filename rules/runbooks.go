@@ -31,7 +31,11 @@ const (
 
 // runbook is the hand-written part of one alert's runbook.
 type runbook struct {
-	meaning    string
+	meaning string
+	// notes are extra paragraphs after the meaning ({window} expands as in meaning).
+	notes []string
+	// tripCauses adds the section on the breaker's trip causes.
+	tripCauses bool
 	impact     string
 	causes     []string
 	queries    func(r *resolved, s settings) []query
@@ -87,18 +91,32 @@ func (r *resolved) runbook(sp alertSpec, s settings) []byte {
 	p("# %s\n\n", sp.name)
 	p("**Severity:** %s · **Summary:** %s\n\n", s.severity, sp.summary)
 	p("## What it means\n\n%s\n\n", withWindow(rb.meaning, r.rateWindow))
-	p("%s\n\n", sp.description(r, s, func(l string) string { return "`<" + l + ">`" }))
+	for _, n := range rb.notes {
+		p("%s\n\n", withWindow(n, r.rateWindow))
+	}
+	p("The alert's description reads, with its labels, measured value and trip cause filled in:\n\n> %s\n\n",
+		sp.description(r, s, descArgs{ref: func(l string) string { return "`<" + l + ">`" }, value: "`<value>`", causes: "`<cause>`"}))
 	p("## Impact\n\n%s\n\n", rb.impact)
 	p("## Likely causes\n\n")
 	for _, c := range rb.causes {
 		p("- %s\n", c)
 	}
+	if rb.tripCauses {
+		p("\n## Why it tripped\n\n")
+		p("The `%s` label of `%s` (and of this alert, or its description) names the cause of the trip that began the current episode:\n\n",
+			catalog.LabelCause, r.name(catalog.BreakerTrippedSince))
+		p("| cause | the breaker opened because | look at |\n|---|---|---|\n")
+		for _, c := range catalog.TripCauses {
+			tc := tripCauseDocs[c]
+			p("| `%s` | %s | %s |\n", c, tc.why, tc.look)
+		}
+	}
 	p("\n## Investigate\n\n")
-	p("Replace `<name>` (and `<job>`, `<instance>`) with the alert's labels.\n\n")
+	p("The alert's `dashboard_url` opens the **%s** dashboard on the alert's labels. In the queries below, replace `<name>` (and `<job>`, `<instance>`) with the alert's labels.\n\n", r.dependencyTitle())
 	for _, q := range rb.queries(r, s) {
 		p("%s\n\n```promql\n%s\n```\n\n", q.what, q.expr)
 	}
-	p("Dashboard **%s** (filter the `job` and `name` variables to the alert's labels):\n\n", r.dashboard)
+	p("Panels to look at, in **%s** (or in **%s**, whose \"who is hurting\" table lists every dependency, worst first):\n\n", r.dependencyTitle(), r.dashboard)
 	for _, pn := range rb.panels {
 		p("- row *%s*, panel **%s**\n", pn.row, pn.title)
 	}
@@ -107,7 +125,11 @@ func (r *resolved) runbook(sp alertSpec, s settings) []byte {
 		p("%d. %s\n", i+1, m)
 	}
 	p("\n## Alert definition\n\n")
-	p("Threshold: %s = `%s`; for: `%s`; keep_firing_for: `%s`.\n\n", withWindow(sp.thresholdDoc, r.rateWindow), num(s.threshold), FormatDuration(s.forDur), FormatDuration(s.keep))
+	p("Threshold: %s = `%s`; for: `%s`; keep_firing_for: `%s`", withWindow(sp.thresholdDoc, r.rateWindow), num(s.threshold), FormatDuration(s.forDur), FormatDuration(s.keep))
+	if s.minInstances > 0 {
+		p("; min_instances: `%d`", s.minInstances)
+	}
+	p(".\n\n")
 	p("```promql\n%s\n```\n", sp.expr(r, s))
 	return b.Bytes()
 }
@@ -120,23 +142,29 @@ func (r *resolved) nameSel(series string, own ...selector.Matcher) string {
 var runbooks = map[string]runbook{
 	AlertStuckOpen: {
 		meaning: "The circuit breaker on one process has not closed since it tripped, and during the last window it either rejected calls or its half-open probes failed. Callers keep arriving and keep getting the fallback or an error: the dependency is still failing for this process. A breaker that is open but idle does not page, and a breaker cycling open → half-open → open is one episode (half-open scrapes do not reset the alert).",
-		impact:  "Every call to the dependency from this process is short-circuited: users get the fallback (degraded answer) or an error. The dependency is protected from load.",
+		notes: []string{
+			"The alert carries the `cause` label of the trip that began the episode (see *Why it tripped*): `slow_call_rate` means the dependency answers, but too slowly — its failure rate is low or unknown (NaN while the breaker is open) and the call latency is what to look at. One failed scrape does not restart the alert's `for` (the trip timestamp is read with `last_over_time` over the rate window), and it resolves as soon as the breaker reports closed.",
+			"A restart of the process starts a new breaker: the alert resolves, and fires again once the new process's breaker has been open for the threshold. Restarting the pod is a fix only if the cause was local to it.",
+		},
+		tripCauses: true,
+		impact:     "Every call to the dependency from this process is short-circuited: users get the fallback (degraded answer) or an error. The dependency is protected from load.",
 		causes: []string{
 			"The dependency is down or erroring (5xx, connection refused or reset, timeouts) — check whether other instances see the same (CircuitBreakerOpenFleetWide).",
 			"Only this instance is affected: a bad network path, DNS or TLS problem, exhausted connection pool, or a stale client configuration on this pod.",
 			"Client errors counted as failures: 4xx responses (bad requests, 401/403 credential problems) misclassified as failures keep the breaker open although the dependency is healthy — check the error classes below.",
 			"Timeouts set too short for the dependency's normal latency, so every probe times out.",
+			"Cause `slow_call_rate`: the dependency is slow rather than failing (overload, a slow query, GC), or the slow-call duration threshold is below its normal latency.",
 			"The open duration is so short, or the half-open probe count so large, that probes themselves overload a recovering dependency (recovery stampede).",
 		},
 		queries: func(r *resolved, s settings) []query {
 			return []query{
-				{"How long the breaker has been not closed, per instance (seconds):", "time() - (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)"},
+				{"How long the breaker has been not closed, per instance (seconds), and the cause of the trip:", "time() - max by (instance, " + catalog.LabelCause + ") (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)"},
 				{"Rejections and failed probes:", "sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerNotPermitted))) + "))\n\nsum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelTo, catalog.StateOpen.String())) + "[15m]))"},
-				{"Failure rate against the configured threshold:", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerFailureRateThreshold))},
+				{"Failure and slow-call rates against their thresholds (NaN while open: the window starts afresh; look at them before the trip):", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerFailureRateThreshold)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRateThreshold))},
 				{"What the failures are (error classes seen by the retry on the same call):", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
 			}
 		},
-		panels: []panel{{rowBreakers, "Breaker state"}, {rowBreakers, "Time since trip vs open duration"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Failure rate vs threshold"}, {rowRetries, "Failed attempts by error class"}},
+		panels: []panel{{rowBreakers, "Breaker state"}, {rowBreakers, "Time since trip"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Failure rate"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowRetries, "Failed attempts by error class"}},
 		mitigation: []string{
 			"Confirm the dependency's health from its own dashboards; if it is down, this alert is the symptom — work the dependency's incident and keep the breaker open (it is protecting it).",
 			"If only this instance is affected, restart or drain it, or fix its network/DNS/TLS path.",
@@ -146,7 +174,11 @@ var runbooks = map[string]runbook{
 	},
 	AlertFlapping: {
 		meaning: "The circuit breaker on one process tripped (closed → open) repeatedly within 15 minutes. A healthy dependency trips a breaker rarely; repeated trips mean the dependency is intermittently failing or the breaker's thresholds are too tight for normal noise. Each trip is worth attributing (a dependency tripping several times a day is a defect).",
-		impact:  "Each trip short-circuits calls for the open duration: users see bursts of fallbacks or errors, and the breaker's half-open probes hit a dependency that may be struggling.",
+		notes: []string{
+			"Once firing, the alert holds while the breaker keeps tripping — even at a pace below the threshold — and resolves 15 minutes after the last trip at the latest (it fires at the threshold's trip within 15 minutes, and stays as long as one of the last 15 minutes' windows reached the threshold and a trip happened in the last 15 minutes). The description names the cause of the last trip.",
+		},
+		tripCauses: true,
+		impact:     "Each trip short-circuits calls for the open duration: users see bursts of fallbacks or errors, and the breaker's half-open probes hit a dependency that may be struggling.",
 		causes: []string{
 			"The dependency is intermittently failing: overloaded, garbage-collecting, rolling out, or behind a flaky load balancer.",
 			"Thresholds too tight: a minimum number of calls that is too small, so a handful of failures trips the breaker; or a failure-rate threshold below the dependency's normal error rate.",
@@ -161,7 +193,7 @@ var runbooks = map[string]runbook{
 				{"Failure and slow-call rates against their thresholds:", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRate))},
 			}
 		},
-		panels: []panel{{rowBreakers, "Trips"}, {rowBreakers, "State transitions"}, {rowBreakers, "Failure rate vs threshold"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}},
+		panels: []panel{{rowBreakers, "Trips"}, {rowBreakers, "State transitions"}, {rowBreakers, "Failure rate"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}},
 		mitigation: []string{
 			"Find what the dependency does at each trip (deploys, load spikes, GC) and fix the cause there.",
 			"If the breaker trips on normal noise, raise the minimum number of calls or the thresholds — based on the observed failure and latency distributions, not guesswork.",
@@ -170,8 +202,12 @@ var runbooks = map[string]runbook{
 		},
 	},
 	AlertOpenFleetWide: {
-		meaning: "On more than the configured share of a job's instances, the circuit breaker of the same name has not been closed for the whole `for` duration. When most pods agree, the dependency itself is down — this is not one bad pod.",
-		impact:  "The feature that depends on it is degraded or unavailable for most users of the job.",
+		meaning: "On more than the configured share of a job's instances — and on at least `min_instances` of them (2 by default) — the circuit breaker of the same name has been open or half-open for the whole `for` duration, rejecting calls or failing its probes. When most pods agree, the dependency itself is down — this is not one bad pod. It never fires for a job with fewer instances than `min_instances` (one replica is not a fleet: CircuitBreakerStuckOpen covers it), for breakers nobody calls, or for breakers that are disabled, metrics-only or forced open by an operator.",
+		notes: []string{
+			"Each instance's state is read with `last_over_time` over the rate window, so one failed scrape does not restart the `for`; an instance that disappears stops counting within one rate window. The description lists the trip causes across the instances.",
+		},
+		tripCauses: true,
+		impact:     "The feature that depends on it is degraded or unavailable for most users of the job.",
 		causes: []string{
 			"The dependency is down, overloaded or unreachable (outage, bad deploy, expired certificate, DNS failure, network partition).",
 			"A credential or configuration change shared by all instances (expired token, 401/403 for everyone) — a separate credential problem, not something the breaker can fix.",
@@ -180,7 +216,7 @@ var runbooks = map[string]runbook{
 		},
 		queries: func(r *resolved, s settings) []query {
 			return []query{
-				{"Instances with the breaker not closed:", "count by (job) (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)\n\ncount by (job) (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + ")"},
+				{"Instances with the breaker not closed, by trip cause, and all instances with the breaker:", "count by (job, " + catalog.LabelCause + ") (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)\n\ncount by (job) (" + r.nameSel(r.name(catalog.BreakerState), eq(catalog.LabelState, catalog.StateClosed.String())) + ")"},
 				{"Error classes across the fleet:", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
 				{"Retry amplification towards the dependency (extra attempts per call):", r.sel(r.recRetryRate(), eq(catalog.LabelName, "<name>"))},
 			}
@@ -240,7 +276,10 @@ var runbooks = map[string]runbook{
 	},
 	AlertRetryRateSpike: {
 		meaning: "The retry rate over the last {window words} is several times what it was an hour earlier and above a small floor. A jump in retries is usually the earliest signal of a downstream fault — it shows up before error rates do, because retries are still rescuing most calls.",
-		impact:  "Little yet: users mostly get answers, a bit slower. It is an early warning; left alone it can grow into RetryRateHigh or a retry storm.",
+		notes: []string{
+			"**The first hour of data.** The comparison needs a value an hour earlier, which does not exist during the first hour after a service (or Prometheus) starts collecting data, nor when there were no calls an hour ago. Then the alert compares with the average retry rate over the data before the last two rate windows and the `for` duration (so that the jump itself is not part of the baseline while the alert is pending): it can fire from about that long after the data begins, against a baseline of only a few minutes at first. After the first hour it compares with the {window adj} window exactly an hour earlier. A service that starts in trouble has no jump to detect: RetryRateHigh covers it.",
+		},
+		impact: "Little yet: users mostly get answers, a bit slower. It is an early warning; left alone it can grow into RetryRateHigh or a retry storm.",
 		causes: []string{
 			"A dependency starting to fail, slow down or shed load (deploy, capacity, noisy neighbour).",
 			"A new client or deploy on this side that retries more aggressively or sends requests that fail.",
@@ -253,7 +292,7 @@ var runbooks = map[string]runbook{
 				{"Retry delays set by Retry-After vs backoff:", "sum by (source) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryBackoff)+"_count")) + "))"},
 			}
 		},
-		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Backoff delays by source"}, {rowBreakers, "Failure rate vs threshold"}},
+		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Backoff delays by source"}, {rowBreakers, "Failure rate"}},
 		mitigation: []string{
 			"Look at the dependency now, before users notice; correlate with deploys on either side.",
 			"If the rise is 429s, reduce the request rate or raise the limit; make sure Retry-After is honoured.",
@@ -261,7 +300,7 @@ var runbooks = map[string]runbook{
 		},
 	},
 	AlertRetryBudgetExhausted: {
-		meaning: "The retry budget refused retries continuously for the `for` duration: there were more failures than the budget allows retries for. The budget is doing its job — capping the extra load retries put on a struggling dependency — but calls now fail on the first error.",
+		meaning: "The retry budget refused retries in every minute for the `for` duration: there were more failures than the budget allows retries for. The budget is doing its job — capping the extra load retries put on a struggling dependency — but calls now fail on the first error. A single denial, or denials a minute or more apart, do not page; the alert resolves about a minute after the last denial. (Each minute must hold at least two samples: scrape at least every 30 seconds.)",
 		impact:  "Calls that a retry might have rescued fail instead; the dependency is protected from a retry storm.",
 		causes: []string{
 			"The dependency is failing broadly, so the share of calls needing retries exceeds the budget ratio.",
@@ -316,7 +355,7 @@ var runbooks = map[string]runbook{
 			return []query{
 				{"Rejection ratio:", r.sel(r.recBulkheadRejectionRatio(), eq(catalog.LabelName, "<name>"))},
 				{"In-flight against the limit, and waiting callers:", r.nameSel(r.name(catalog.BulkheadInflight)) + "\n\n" + r.nameSel(r.name(catalog.BulkheadMaxConcurrent)) + "\n\n" + r.nameSel(r.name(catalog.BulkheadWaiting))},
-				{"Latency of the calls holding the permits (p99):", "histogram_quantile(0.99, sum by (le) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration)+"_bucket")) + ")))"},
+				{"Latency of the calls holding the permits (p99; " + classicNote + "):", "histogram_quantile(0.99, sum(rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration))) + ")))"},
 			}
 		},
 		panels: []panel{{rowBulkheads, "Bulkhead rejection ratio"}, {rowBulkheads, "In-flight vs max concurrent calls"}, {rowBulkheads, "Waiting callers"}, {rowBulkheads, "Wait for a permit"}, {rowBreakers, "Call latency"}},
@@ -327,8 +366,11 @@ var runbooks = map[string]runbook{
 		},
 	},
 	AlertBulkheadSaturated: {
-		meaning: "On the busiest instance, more than the configured share of the bulkhead's permits have been in use for the `for` duration. Rejections have not necessarily started, but the next burst will be rejected.",
-		impact:  "None yet; it is a capacity warning. Latency may already include waiting for permits.",
+		meaning: "On the busiest instance, more than the configured share of the bulkhead's permits have been in use, on average over the last {window words}, for the `for` duration. Rejections have not necessarily started, but the next burst will be rejected.",
+		notes: []string{
+			"The permits in use are averaged over the rate window (`avg_over_time`): a sampled gauge dips between calls, and one scrape with a permit free would otherwise restart the `for`; a failed scrape does not restart it either. A target that disappears leaves the alert within one rate window.",
+		},
+		impact: "None yet; it is a capacity warning. Latency may already include waiting for permits.",
 		causes: []string{
 			"The dependency is slower than usual, so permits are held longer.",
 			"Traffic is close to the bulkhead's design capacity (undersized bulkhead).",
@@ -337,7 +379,7 @@ var runbooks = map[string]runbook{
 		queries: func(r *resolved, s settings) []query {
 			return []query{
 				{"Utilisation per instance:", r.nameSel(r.name(catalog.BulkheadInflight)) + "\n/\n" + r.nameSel(r.name(catalog.BulkheadMaxConcurrent))},
-				{"Time waited for a permit (p99):", "histogram_quantile(0.99, sum by (instance, le) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BulkheadWaitDuration)+"_bucket")) + ")))"},
+				{"Time waited for a permit (p99; " + classicNote + "):", "histogram_quantile(0.99, sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BulkheadWaitDuration))) + ")))"},
 			}
 		},
 		panels: []panel{{rowBulkheads, "In-flight vs max concurrent calls"}, {rowBulkheads, "Waiting callers"}, {rowBulkheads, "Wait for a permit"}, {rowTimeouts, "Timed-out ratio"}},
@@ -368,8 +410,11 @@ var runbooks = map[string]runbook{
 		},
 	},
 	AlertSlowCallRateHigh: {
-		meaning: "On one process, the breaker's slow-call rate has stayed above the configured share of its own slow-call threshold for the `for` duration. The breaker is about to trip on latency.",
-		impact:  "None yet; latency is already high for users of this call. When the breaker trips, calls will be rejected.",
+		meaning: "On one process, the breaker's slow-call rate has stayed above the configured share of its own slow-call threshold for the `for` duration. The breaker is about to trip on latency. The slow-call rate is read with `last_over_time` over the rate window, so one failed scrape does not restart the `for`.",
+		notes: []string{
+			"When the breaker trips on slow calls, its window starts afresh (the slow-call rate reads NaN until enough calls were made) and this alert resolves; the episode is then reported by CircuitBreakerStuckOpen with `cause=\"slow_call_rate\"` if it lasts.",
+		},
+		impact: "None yet; latency is already high for users of this call. When the breaker trips, calls will be rejected.",
 		causes: []string{
 			"The dependency got slower (load, a slow query, GC, a noisy neighbour).",
 			"A slow-call duration threshold set below the dependency's normal latency percentiles.",
@@ -378,7 +423,7 @@ var runbooks = map[string]runbook{
 		queries: func(r *resolved, s settings) []query {
 			return []query{
 				{"Slow-call rate against the threshold:", r.nameSel(r.name(catalog.BreakerSlowCallRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRateThreshold))},
-				{"Call latency p99 per instance:", "histogram_quantile(0.99, sum by (instance, le) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration)+"_bucket")) + ")))"},
+				{"Call latency p99 per instance (" + classicNote + "):", "histogram_quantile(0.99, sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration))) + ")))"},
 			}
 		},
 		panels: []panel{{rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowTimeouts, "Timed-out ratio"}},
@@ -387,4 +432,26 @@ var runbooks = map[string]runbook{
 			"If latency is normal and the slow-call threshold is too tight, raise it based on the observed percentiles.",
 		},
 	},
+}
+
+// classicNote says how the latency queries read when Prometheus stores classic buckets rather
+// than the collector's native histograms.
+const classicNote = "native histograms; with classic buckets, rate the `_bucket` series and add `le` to the `by` clause"
+
+// tripCauseDoc explains one trip cause in the breaker runbooks.
+type tripCauseDoc struct{ why, look string }
+
+var tripCauseDocs = map[catalog.TripCause]tripCauseDoc{
+	catalog.TripFailureRate: {"the share of failed calls in its window reached the failure-rate threshold",
+		"error classes (*Failed attempts by error class*), the dependency's errors"},
+	catalog.TripSlowCallRate: {"the share of slow calls (longer than the slow-call duration) reached the slow-call-rate threshold: the dependency answers, but too slowly",
+		"*Call latency*, *Slow-call rate vs threshold* before the trip, timeouts; not the failure rate"},
+	catalog.TripConsecutiveFailures: {"a run of consecutive failures reached its limit",
+		"error classes; the dependency's errors"},
+	catalog.TripProbeFailed: {"half-open probes failed (or were slow) and reopened it",
+		"whether the dependency recovered; probe count and open duration"},
+	catalog.TripMaxHalfOpenDuration: {"it stayed half-open longer than allowed without deciding (too few probe calls)",
+		"traffic to the dependency; the half-open probe settings"},
+	catalog.TripForced: {"an operator or program forced it open",
+		"who forced it, and why; it closes only when released"},
 }

@@ -726,7 +726,7 @@ func (r *resolved) burnRule(s *resolvedSLO, b resolvedBurn) Rule {
 			"summary":     burnSummary(b),
 			"description": r.burnDescription(s, b, templateRef, templateLiteral, "{{ $value | humanizePercentage }}"),
 			"runbook_url": templateLiteral(r.runbookURL(AlertErrorBudgetBurn)),
-			"dashboard_url": r.sloDashboardURL(func(l string) string {
+			"dashboard_url": r.sloDashboardURL(templateLiteral(r.grafanaBase), func(l string) string {
 				return "{{ $labels." + l + " | urlquery }}"
 			}),
 		},
@@ -734,19 +734,22 @@ func (r *resolved) burnRule(s *resolvedSLO, b resolvedBurn) Rule {
 }
 
 // SLODashboardUID is the uid of the SLOs dashboard under the default uid prefix.
-const SLODashboardUID = "stormwatch-slos"
+const SLODashboardUID = DefaultDashboardUIDPrefix + sloDashboardSuffix
+
+// sloDashboardSuffix ends the SLOs dashboard's uid.
+const sloDashboardSuffix = "-slos"
 
 // sloDashboardURL is the dashboard_url annotation of the burn-rate alerts: the SLOs dashboard
-// with its job and name variables set to the alert's labels, relative to Grafana's root as the
-// other alerts' dashboard_url is without a Grafana base URL. value renders a label's value,
-// already escaped for a URL query.
-func (r *resolved) sloDashboardURL(value func(label string) string) string {
+// under base (the Grafana base URL, as template text or expanded; "" for Grafana's root) with
+// its job and name variables set to the alert's labels. value renders a label's value, already
+// escaped for a URL query.
+func (r *resolved) sloDashboardURL(base string, value func(label string) string) string {
 	var q []string
 	if slices.Contains(r.groupBy, "job") {
 		q = append(q, "var-job="+value("job"))
 	}
 	q = append(q, "var-"+catalog.LabelName+"="+value(catalog.LabelName))
-	return "/d/" + SLODashboardUID + "?" + strings.Join(q, "&")
+	return base + "/d/" + r.dashUIDPrefix + sloDashboardSuffix + "?" + strings.Join(q, "&")
 }
 
 // burnSummary is the static summary of a burn-rate rule.

@@ -437,7 +437,7 @@ func (t *sloTester) expAlert(b resolvedBurn, value float64) yamlExpAlert {
 			"summary":       burnSummary(b),
 			"description":   t.r.burnDescription(t.s, b, func(l string) string { return t.lv[l] }, func(s string) string { return s }, humanizePercentage(value)),
 			"runbook_url":   t.r.runbookURL(AlertErrorBudgetBurn),
-			"dashboard_url": t.r.sloDashboardURL(func(l string) string { return url.QueryEscape(t.lv[l]) }),
+			"dashboard_url": t.r.sloDashboardURL(t.r.grafanaBase, func(l string) string { return url.QueryEscape(t.lv[l]) }),
 		},
 	}
 }

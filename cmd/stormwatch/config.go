@@ -334,6 +334,7 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 		},
 		"selector":         c.str(&c.rules.Selector),
 		"runbook_base_url": c.str(&c.rules.RunbookBaseURL),
+		"grafana_base_url": c.str(&c.rules.GrafanaBaseURL),
 		"rate_window": func(n *yaml.Node, p string) error {
 			var d *time.Duration
 			if err := c.duration(&d)(n, p); err != nil {
@@ -391,7 +392,9 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 	}
 	c.dashboards.Namespace = c.rules.Namespace
 	c.dashboards.Selector = c.rules.Selector
+	c.dashboards.GroupBy = c.rules.GroupBy
 	c.rules.DashboardTitlePrefix = c.dashboards.TitlePrefix
+	c.rules.DashboardUIDPrefix = c.dashboards.UIDPrefix
 	return nil
 }
 
@@ -428,6 +431,14 @@ func (c *config) decodeAlert(n *yaml.Node, path string) error {
 				return err
 			}
 			ac.Threshold = &v
+			return nil
+		},
+		"min_instances": func(n *yaml.Node, p string) error {
+			var v int
+			if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+				return c.errAt(n, p, nodeValue(n), "want a whole number of instances, got %s", kindName(n))
+			}
+			ac.MinInstances = &v
 			return nil
 		},
 		"for":             c.duration(&ac.For),

@@ -54,7 +54,7 @@ func TestDemoPrintProfile(t *testing.T) {
 	code, stdout, stderr := runInProcess("demo", "--print-profile")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, demo.AlertsProfile(), stdout)
-	assert.Contains(t, stdout, "rate_window: 1m")
+	assert.Contains(t, stdout, "rate_window: 30s")
 }
 
 // TestDemoProfileRules: the demo profile is a valid stormwatch.yaml whose rules promtool accepts
@@ -69,14 +69,14 @@ func TestDemoProfileRules(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	rulesYAML, err := os.ReadFile(filepath.Join(dir, "stormwatch-rules.yaml"))
 	require.NoError(t, err)
-	assert.Contains(t, string(rulesYAML), "ratio_rate1m", "1m rate window")
+	assert.Contains(t, string(rulesYAML), "ratio_rate30s", "30s rate window")
 	for _, alert := range []string{"CircuitBreakerStuckOpen", "RetryRateHigh", "FallbackSustained"} {
 		i := strings.Index(string(rulesYAML), "alert: "+alert+"\n")
 		require.GreaterOrEqual(t, i, 0, alert)
 		rest := string(rulesYAML)[i:]
 		f := rest[strings.Index(rest, "for: ")+len("for: "):]
 		f = f[:strings.IndexByte(f, '\n')]
-		assert.Contains(t, []string{"15s", "30s", "1m"}, f, "%s for", alert)
+		assert.Contains(t, []string{"10s", "15s", "30s", "50s", "1m", "1m5s"}, f, "%s for", alert)
 	}
 
 	promtool, err := filepath.Abs("../../bin/promtool")

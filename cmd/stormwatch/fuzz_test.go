@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -117,11 +118,35 @@ func checkRuleFile(t *testing.T, data []byte, runbookBase string) {
 	}
 }
 
+// promSample is what Prometheus's query template function returns, one per series.
+type promSample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// promFuncs stand in for the template functions Prometheus defines for alert templates (the
+// generated annotations use these; the real ones are checked by promtool test rules). query
+// returns nothing here.
+var promFuncs = template.FuncMap{
+	"humanize":           func(v float64) string { return fmt.Sprint(v) },
+	"humanizePercentage": func(v float64) string { return fmt.Sprintf("%.4g%%", v*100) },
+	"humanizeDuration":   func(v float64) string { return fmt.Sprintf("%.4gs", v) },
+	"query":              func(string) ([]promSample, error) { return nil, nil },
+	"first": func(s []promSample) (promSample, error) {
+		if len(s) == 0 {
+			return promSample{}, fmt.Errorf("first() called on an empty result")
+		}
+		return s[0], nil
+	},
+	"label":       func(l string, s promSample) string { return s.Labels[l] },
+	"sortByLabel": func(l string, s []promSample) []promSample { return s },
+}
+
 // expand expands s as Prometheus expands alert annotations (Go text/template with $labels and
-// $value defined).
+// $value defined, and Prometheus's template functions).
 func expand(t *testing.T, s string) string {
 	t.Helper()
-	tmpl, err := template.New("a").Option("missingkey=zero").Parse("{{ $labels := .Labels }}{{ $value := .Value }}" + s)
+	tmpl, err := template.New("a").Option("missingkey=zero").Funcs(promFuncs).Parse("{{ $labels := .Labels }}{{ $value := .Value }}" + s)
 	if err != nil {
 		t.Fatalf("annotation %q does not parse as a template: %v", s, err)
 	}

@@ -231,7 +231,7 @@ dashboards:
 	assert.Contains(t, string(dash), `job=\"checkout\"`)
 	rb, err := os.ReadFile(filepath.Join(dir, "out", "runbooks", "RetryRateHigh", "README.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(rb), "Dashboard **Checkout / Overview**", "runbooks point at the configured dashboard title")
+	assert.Contains(t, string(rb), "opens the **Checkout / Dependency** dashboard", "runbooks point at the configured dashboard title")
 
 	// An empty namespace means no prefix.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty-ns.yaml"), []byte("namespace: \"\"\n"), 0o644))
@@ -250,7 +250,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		name, cfg string
 		want      string // regexp on stderr
 	}{
-		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, group_by, namespace, rate_window, runbook_base_url, selector, slos\)`},
+		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, namespace, rate_window, runbook_base_url, selector, slos\)`},
 		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key`},
 		{"unknown dashboards key", "dashboards:\n  title: x\n", `c\.yaml:2: dashboards\.title: unknown key`},
 		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold = 1\.5: out of range \(0, 1\)`},
@@ -259,9 +259,9 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"threshold not finite", "alerts:\n  RetryRateHigh:\n    threshold: .nan\n", `c\.yaml:3: alerts\.RetryRateHigh\.threshold = \.nan: want a finite number`},
 		{"bad duration", "alerts:\n  RetryRateHigh:\n\n    for: 5 minutes\n", `c\.yaml:4: alerts\.RetryRateHigh\.for = "5 minutes": not a Prometheus duration`},
 		{"duration out of range", "alerts:\n  RetryRateHigh:\n    keep_firing_for: 2d\n", `c\.yaml:3: alerts\.RetryRateHigh\.keep_firing_for = 2d: longer than 1d`},
-		{"rate window too short", "namespace: acme\nrate_window: 30s\n", `c\.yaml:2: rate_window = 30s: out of range \[1m, 1h\]`},
-		{"rate window too long", "rate_window: 2h\n", `c\.yaml:1: rate_window = 2h: out of range \[1m, 1h\]`},
-		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window = 0s: out of range \[1m, 1h\]`},
+		{"rate window too short", "namespace: acme\nrate_window: 20s\n", `c\.yaml:2: rate_window = 20s: out of range \[30s, 1h\]`},
+		{"rate window too long", "rate_window: 2h\n", `c\.yaml:1: rate_window = 2h: out of range \[30s, 1h\]`},
+		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window = 0s: out of range \[30s, 1h\]`},
 		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window = 5: want a duration such as 30s, 5m, 1h30m or 1d: a number needs a unit`},
 		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector = .*unterminated quoted string`},
 		{"selector no test value satisfies", "selector: 'job!~\".*\"'\n", `c\.yaml:1: selector: cannot generate tests: no test value for label "job" satisfies the selector \{job!~".\*"\}`},
@@ -270,7 +270,10 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"bad severity", "alerts:\n  RetryRateHigh:\n    severity: page\n", `c\.yaml:3: alerts\.RetryRateHigh\.severity = "page": not one of info, warning, critical`},
 		{"enabled not a bool", "alerts:\n  RetryRateHigh:\n    enabled: nope\n", `c\.yaml:3: alerts\.RetryRateHigh\.enabled = "nope": want true or false, got a string`},
 		{"group_by not a list", "group_by: job\n", `c\.yaml:1: group_by = "job": want a list of label names`},
-		{"group_by without name", "group_by:\n  - job\n", `c\.yaml:1: group_by = \[job\]: must contain "name"`},
+		{"group_by with instance", "group_by:\n  - job\n  - instance\n", `c\.yaml:1: group_by = \[job, instance\]: "instance" must not be listed`},
+		{"min_instances on another alert", "alerts:\n  RetryRateHigh:\n    min_instances: 2\n", `c\.yaml:3: alerts\.RetryRateHigh\.min_instances = 2: only CircuitBreakerOpenFleetWide has min_instances`},
+		{"min_instances not a number", "alerts:\n  CircuitBreakerOpenFleetWide:\n    min_instances: two\n", `c\.yaml:3: alerts\.CircuitBreakerOpenFleetWide\.min_instances = "two": want a whole number of instances, got a string`},
+		{"grafana_base_url with a query", "grafana_base_url: https://grafana.example.com/?orgId=1\n", `c\.yaml:1: grafana_base_url = "https://grafana.example.com/\?orgId=1": must not have a query or fragment`},
 		{"group_by too long", "group_by: [name, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p]\n", `c\.yaml:1: group_by: 17 labels, at most 16 allowed`},
 		{"bad namespace", "namespace: 1abc\n", `c\.yaml:1: namespace = "1abc": not a valid metric name prefix: invalid character '1' at offset 0`},
 		{"template syntax in the runbook url", "runbook_base_url: \"https://x/{{\"\n", `c\.yaml:1: runbook_base_url = "https://x/\{\{": character '\{' at offset 10 is not allowed in a URL \(percent-encode it as %7B`},

@@ -9,6 +9,10 @@
 //     internal/e2eprom.StartFleet): the outage fires CircuitBreakerStuckOpen, RetryRateHigh and
 //     FallbackSustained and resolves them, steady fires nothing, every dashboard query returns
 //     data;
+//   - the scenario matrix: every scenario at once, each its own demo and job, in one Prometheus
+//     evaluating the demo profile's rules; per scenario exactly the expected alerts fire (and
+//     resolve), for the expected dependencies and trip causes; every dashboard query returns
+//     data during the outage;
 //   - `stormwatch demo --prometheus`: with the demo profile the outage fires the same three
 //     alerts within 3 minutes of the start, and Ctrl-C stops everything with exit 0.
 package e2e

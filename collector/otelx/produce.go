@@ -82,8 +82,8 @@ func (b *Bridge) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 
 // histograms collects the data points of one Produce call.
 type histograms struct {
-	b                      *Bridge
-	now                    time.Time
+	b                       *Bridge
+	now                     time.Time
 	duration, backoff, wait points
 }
 

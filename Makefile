@@ -75,11 +75,13 @@ otelx:
 	cd collector/otelx && $(GO) vet ./... && $(GO) vet -tags e2e ./... && $(GO) test -race -count=1 ./...
 
 ## e2e: real Prometheus 3.16 on 127.0.0.1: examples/breaker with generated rules, the demo's
-## scenarios (wall clock), the demo on Prometheus with the demo profile, and
-## `stormwatch demo --prometheus`.
+## scenarios (wall clock), the demo on Prometheus with the demo profile,
+## `stormwatch demo --prometheus`, and the OpenTelemetry bridge pushing OTLP to Prometheus's
+## OTLP receiver (collector/otelx).
 e2e: tools-prometheus
 	$(GO) test -tags e2e -count=1 -timeout 3m -v ./e2e/
 	$(GO) test -tags e2e -count=1 -timeout 12m -v ./cmd/stormwatch/internal/demo/e2e/
+	cd collector/otelx && $(GO) test -tags e2e -count=1 -timeout 3m -v -run OnRealPrometheus ./...
 
 ## demo: the first command to run — `stormwatch demo` on 127.0.0.1:9464 (override with DEMO_ARGS).
 DEMO_ARGS ?= --scenario outage --duration 2m

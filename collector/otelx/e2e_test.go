@@ -411,4 +411,3 @@ func (p *prometheusServer) alerts(t *testing.T) []alert {
 	p.getJSON(t, "/api/v1/alerts", &r)
 	return r.Data.Alerts
 }
-

@@ -3,6 +3,7 @@ package otelx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -158,4 +159,46 @@ func dataPoints(d metricdata.Aggregation) int {
 		return len(d.DataPoints)
 	}
 	panic(errors.New("unexpected aggregation"))
+}
+
+// The SDK caps every instrument at 2,000 attribute sets per collection by default; the state
+// gauge has three per breaker, so 700 breakers overflow it (the SDK folds the excess into one
+// otel.metric.overflow series) unless the provider lifts the limit, as the package
+// documentation says.
+func TestCardinalityLimitOfTheSDK(t *testing.T) {
+	reg := newRegistry(t)
+	for i := range 700 {
+		_, err := reg.Breaker(fmt.Sprintf("dependency-%03d", i), breaker.Config{})
+		require.NoError(t, err)
+	}
+	states := func(opts ...sdkmetric.Option) (n int, overflow bool) {
+		b, err := New(reg)
+		require.NoError(t, err)
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(append(opts, sdkmetric.WithReader(reader))...)
+		defer func() { _ = mp.Shutdown(context.Background()) }()
+		_, err = b.Register(mp)
+		require.NoError(t, err)
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, reader.Collect(context.Background(), &rm))
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name == "resilience_circuitbreaker_state" {
+					for _, dp := range m.Data.(metricdata.Gauge[float64]).DataPoints {
+						n++
+						if v, ok := dp.Attributes.Value("otel.metric.overflow"); ok && v.AsBool() {
+							overflow = true
+						}
+					}
+				}
+			}
+		}
+		return n, overflow
+	}
+	n, overflow := states()
+	assert.True(t, overflow, "the default limit folds states into an overflow series")
+	assert.Equal(t, 2000, n)
+	n, overflow = states(sdkmetric.WithCardinalityLimit(0))
+	assert.False(t, overflow)
+	assert.Equal(t, 2100, n)
 }

@@ -18,6 +18,8 @@
 //			attribute.String("service.instance.id", pod)))) // → instance=pod
 //	_, err = bridge.Register(mp)                        // the counters and gauges
 //
+// The two halves:
+//
 //   - [Bridge.Register] creates observable instruments on the provider — an
 //     Int64ObservableCounter per counter of the catalog, a Float64ObservableGauge per gauge —
 //     and one callback for all of them.

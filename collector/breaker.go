@@ -19,14 +19,8 @@ import (
 // breakerPart exports the circuitbreaker metrics of the catalog for every breaker in the
 // registry.
 //
-// By default a breaker exports (see the package documentation): the closed, open and half_open
-// states, and the others once it has been in them (its current state, or a committed transition
-// into it); the transitions to open from 0, the other pairs once counted; tripped_since with its
-// cause; the successful and failed calls (the slow kinds too with slow-call detection on, ignored
-// once counted); not-permitted calls; the failure rate; the slow-call rate and threshold with
-// slow-call detection on; the duration of successful calls while the breaker records durations.
-// With full detail, every state, every transition that breaker.CanTransition allows, every call
-// kind, both duration kinds and every configuration gauge, from the start.
+// Which of a breaker's series it exports is the answer of the collector's Policy to the
+// breaker's snapshot (see Policy.Breaker and the package documentation).
 //
 // Scraping 10,000 breakers is dominated by client_golang's own per-series work, so this part
 // keeps its share small. A breaker's prometheus.Metric objects and label pairs are built for
@@ -38,7 +32,7 @@ import (
 // in label order, so the registry's sort finds them already sorted.
 type breakerPart struct {
 	reg    *instrument.Registry
-	full   bool
+	policy Policy
 	bounds []float64 // classic bounds of the duration histogram; nil: native only
 	descs  [numReads]*prometheus.Desc
 
@@ -83,7 +77,7 @@ func sortedByName[T interface{ String() string }](xs []T) []T {
 func newBreakerPart(c *Collector) *breakerPart {
 	p := &breakerPart{
 		reg:    c.reg,
-		full:   c.full,
+		policy: Policy{FullDetail: c.full},
 		bounds: c.bounds(durationBounds),
 		series: map[*breaker.Breaker]*breakerSeries{},
 	}
@@ -267,39 +261,31 @@ func (s *breakerSeries) layoutFor(shape uint64) *seriesLayout {
 	return l
 }
 
-// shape returns the set of series that r exports (see breakerPart).
-func (p *breakerPart) shape(r *breakerReading) uint64 {
-	if p.full {
-		shape := uint64(1)<<numShapeBits - 1
-		if r.durations&(1<<catalog.CallSuccessful) == 0 { // the breaker does not record durations
-			shape &^= 3 << shapeDur
-		}
-		return shape
-	}
+// shape returns the bits of the series in ser, the policy's answer for one snapshot.
+func (p *breakerPart) shape(ser *BreakerSeries) uint64 {
 	var shape uint64
 	for i, st := range sortedStates {
-		if st <= catalog.StateHalfOpen || r.visited&(1<<st) != 0 {
+		if ser.States[st] {
 			shape |= 1 << (shapeStates + i)
 		}
 	}
 	for i, tr := range transitionPairs {
-		if tr[1] == catalog.StateOpen || r.transitions[i] > 0 {
+		if ser.Transitions[tr[0]][tr[1]] {
 			shape |= 1 << (shapeTransitions + i)
 		}
 	}
 	for i, k := range sortedCallKinds {
-		if r.calls[k] > 0 || k == catalog.CallSuccessful || k == catalog.CallFailed ||
-			(r.slowOn && (k == catalog.CallSlowSuccessful || k == catalog.CallSlowFailed)) {
+		if ser.Calls[k] {
 			shape |= 1 << (shapeCalls + i)
 		}
 	}
 	for i, k := range sortedDurationKinds {
-		if r.durations&(1<<k) != 0 {
+		if ser.Durations[k] {
 			shape |= 1 << (shapeDur + i)
 		}
 	}
 	for i, rd := range singleReads {
-		if exportedSingle(rd, r) {
+		if exportedSingle(rd, ser) {
 			shape |= 1 << (shapeSingle + i)
 		}
 	}
@@ -383,7 +369,8 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 	for i, s := range all {
 		sn := s.b.Snapshot()
 		r := &reads[i]
-		p.fillReading(r, &sn)
+		ser := p.policy.Breaker(&sn)
+		p.fillReading(r, &sn, &ser)
 		for _, k := range catalog.DurationKinds {
 			var h *dto.Histogram
 			if r.durations&(1<<k) != 0 {
@@ -392,7 +379,7 @@ func (p *breakerPart) collect(ch chan<- prometheus.Metric) {
 			s.hist[k].Store(h)
 		}
 		s.read.Store(r)
-		lays[i] = s.layoutFor(p.shape(r))
+		lays[i] = s.layoutFor(p.shape(&ser))
 		if r.tripped != 0 {
 			tripped = append(tripped, i)
 		}
@@ -436,13 +423,17 @@ func (p *breakerPart) histogram(prev *dto.Histogram, h *histogram.Snapshot) *dto
 	return histogramOf(h, p.bounds)
 }
 
-// exportedSingle reports whether the default exposition holds the unlabelled series rd of r.
-func exportedSingle(rd uint8, r *breakerReading) bool {
+// exportedSingle reports whether ser holds the unlabelled series rd.
+func exportedSingle(rd uint8, ser *BreakerSeries) bool {
 	switch rd {
-	case readSlowRate, readSlowThreshold:
-		return r.slowOn
-	case readFailureThreshold, readOpenDuration:
-		return false
+	case readSlowRate:
+		return ser.SlowCallRate
+	case readSlowThreshold:
+		return ser.SlowCallRateThreshold
+	case readFailureThreshold:
+		return ser.FailureRateThreshold
+	case readOpenDuration:
+		return ser.OpenDuration
 	}
 	return true
 }
@@ -494,8 +485,6 @@ func (m *breakerMetric) Write(out *dto.Metric) error {
 // of all breakers at once.
 type breakerReading struct {
 	state       catalog.State
-	visited     uint8 // bit s: the breaker is or has been in state s
-	slowOn      bool
 	cause       catalog.TripCause
 	tripped     float64                     // Unix seconds of the trip; 0 while closed
 	transitions [numTransitionPairs]float64 // in transitionPairs order
@@ -508,23 +497,17 @@ type breakerReading struct {
 // breaker.CanTransition allows.
 const numTransitionPairs = 23
 
-func (p *breakerPart) fillReading(r *breakerReading, sn *breaker.Snapshot) {
-	r.state, r.slowOn, r.cause = sn.State, sn.SlowCallDuration > 0, sn.TripCause
-	r.visited = 1 << sn.State
+func (p *breakerPart) fillReading(r *breakerReading, sn *breaker.Snapshot, ser *BreakerSeries) {
+	r.state, r.cause = sn.State, sn.TripCause
 	for i, tr := range transitionPairs {
-		n := sn.Transitions[tr[0]][tr[1]]
-		r.transitions[i] = float64(n)
-		if n > 0 {
-			r.visited |= 1 << tr[1]
-		}
+		r.transitions[i] = float64(sn.Transitions[tr[0]][tr[1]])
 	}
 	for k, n := range sn.Calls {
 		r.calls[k] = float64(n)
 	}
-	if sn.DurationsRecorded {
-		r.durations = 1 << catalog.CallSuccessful
-		if p.full {
-			r.durations |= 1 << catalog.CallFailed
+	for _, k := range catalog.DurationKinds {
+		if ser.Durations[k] {
+			r.durations |= 1 << k
 		}
 	}
 	if !sn.TrippedSince.IsZero() {

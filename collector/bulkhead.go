@@ -8,14 +8,14 @@ import (
 )
 
 // bulkheadPart exports the bulkhead metrics of the catalog for every bulkhead in the registry:
-// the configured and in-use permits, the permitted and rejected admissions from 0 (aborted — a
-// caller cancelled while waiting — once it has occurred) and the wait histogram. The number of
-// callers waiting is exported in full detail only: the generated dashboards read the average
-// number waiting from the wait histogram's sum (its rate is the mean queue length, by Little's
-// law), a time average where the gauge is a sample taken at scrape time.
+// the configured and in-use permits, the wait histogram, and the admissions and number of
+// callers waiting that the collector's Policy selects (see Policy.Bulkhead). The number waiting
+// is full detail only: the generated dashboards read the average number waiting from the wait
+// histogram's sum (its rate is the mean queue length, by Little's law), a time average where
+// the gauge is a sample taken at scrape time.
 type bulkheadPart struct {
 	reg                              *instrument.Registry
-	full                             bool
+	policy                           Policy
 	bounds                           []float64
 	maxConcurrent, inflight, waiting *prometheus.Desc
 	calls, waitDuration              *prometheus.Desc
@@ -24,7 +24,7 @@ type bulkheadPart struct {
 func newBulkheadPart(c *Collector) *bulkheadPart {
 	return &bulkheadPart{
 		reg:           c.reg,
-		full:          c.full,
+		policy:        Policy{FullDetail: c.full},
 		bounds:        c.bounds(waitBounds),
 		maxConcurrent: c.desc(catalog.BulkheadMaxConcurrent),
 		inflight:      c.desc(catalog.BulkheadInflight),
@@ -46,13 +46,14 @@ func (p *bulkheadPart) collect(ch chan<- prometheus.Metric) {
 	for _, nb := range p.reg.Bulkheads() {
 		sn := nb.Value.Snapshot()
 		name := nb.Name
+		ser := p.policy.Bulkhead(&sn)
 		ch <- prometheus.MustNewConstMetric(p.maxConcurrent, prometheus.GaugeValue, float64(sn.MaxConcurrent), name)
 		ch <- prometheus.MustNewConstMetric(p.inflight, prometheus.GaugeValue, float64(sn.InFlight), name)
-		if p.full {
+		if ser.Waiting {
 			ch <- prometheus.MustNewConstMetric(p.waiting, prometheus.GaugeValue, float64(sn.Waiting), name)
 		}
 		for _, a := range catalog.Admissions {
-			if a == catalog.AdmissionAborted && sn.Calls[a] == 0 && !p.full {
+			if !ser.Calls[a] {
 				continue
 			}
 			ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(sn.Calls[a]), name, a.String())

@@ -32,6 +32,9 @@
 //     (aborted once counted), the wait histogram.
 //   - timeout: successful, failed and timed_out (aborted once counted); fallback: every cause.
 //
+// These decisions are [Policy]'s, which exporters of the catalog other than this collector (the
+// OpenTelemetry bridge, module collector/otelx) apply too, so that both export the same series.
+//
 // Latency distributions are native histograms (one series for a scraper that negotiates
 // protobuf, three lines in the text formats). [WithClassicBuckets] adds classic buckets;
 // [WithFullDetail] exports every label value of every catalog metric from the start.

@@ -9,16 +9,11 @@ import (
 
 // retryPart exports the retry metrics of the catalog for every retry in the registry.
 //
-// By default: the calls of the four successful_*/failed_* kinds from 0 and aborted calls once
-// counted (a caller's cancellation is not an outcome of the dependency); the attempts; the
-// failed attempts of each class once counted, except class rejected (stormwatch's own refusals,
-// which the circuit breaker's not_permitted_calls_total and the bulkhead's rejected calls count
-// where they happen); the delays of source backoff from 0 and of source retry_after once
-// counted; the budget's tokens and denials. Full detail exports every kind, class and source
-// from the start.
+// It exports the attempts, the budget's tokens and denials, and the calls, failed attempts and
+// delays that the collector's Policy selects (see Policy.Retry).
 type retryPart struct {
 	reg                              *instrument.Registry
-	full                             bool
+	policy                           Policy
 	bounds                           []float64
 	calls, attempts, errors, backoff *prometheus.Desc
 	budgetTokens, budgetDenied       *prometheus.Desc
@@ -27,7 +22,7 @@ type retryPart struct {
 func newRetryPart(c *Collector) *retryPart {
 	return &retryPart{
 		reg:          c.reg,
-		full:         c.full,
+		policy:       Policy{FullDetail: c.full},
 		bounds:       c.bounds(backoffBounds),
 		calls:        c.desc(catalog.RetryCalls),
 		attempts:     c.desc(catalog.RetryAttempts),
@@ -53,20 +48,21 @@ func (p *retryPart) collect(ch chan<- prometheus.Metric) {
 	for _, nr := range p.reg.Retries() {
 		s := nr.Value.Snapshot()
 		name := nr.Name
+		ser := p.policy.Retry(&s)
 		for _, k := range catalog.RetryKinds {
-			if n := s.Calls[k]; p.full || n > 0 || k != catalog.RetryAborted {
-				ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(n), name, k.String())
+			if ser.Calls[k] {
+				ch <- prometheus.MustNewConstMetric(p.calls, prometheus.CounterValue, float64(s.Calls[k]), name, k.String())
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(p.attempts, prometheus.CounterValue, float64(s.Retries), name)
 		for _, class := range catalog.Classes {
-			if n := s.Errors[class]; p.full || (n > 0 && class != catalog.ClassRejected) {
-				ch <- prometheus.MustNewConstMetric(p.errors, prometheus.CounterValue, float64(n), name, class.String())
+			if ser.Errors[class] {
+				ch <- prometheus.MustNewConstMetric(p.errors, prometheus.CounterValue, float64(s.Errors[class]), name, class.String())
 			}
 		}
 		for _, src := range catalog.DelaySources {
-			if h := &s.Backoff[src]; p.full || h.Count > 0 || src == catalog.SourceBackoff {
-				ch <- newConstHistogram(p.backoff, h, p.bounds, name, src.String())
+			if ser.Backoff[src] {
+				ch <- newConstHistogram(p.backoff, &s.Backoff[src], p.bounds, name, src.String())
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(p.budgetTokens, prometheus.GaugeValue, float64(s.BudgetTokens), name)

@@ -127,6 +127,10 @@ type Rejection struct {
 	// meaningful for a bulkhead.
 	State catalog.State
 	At    time.Time // when it was refused
+	// Context is the refused call's context when the primitive was handed one (the bulkhead's
+	// Acquire and Do); nil for the circuit breaker, whose Acquire takes none. Tracing listeners
+	// find the caller's span in it.
+	Context context.Context
 }
 
 // CallOutcome is the recorded outcome of a call a breaker permitted.
@@ -169,4 +173,6 @@ type Fallback struct {
 	Cause catalog.Cause // circuit_open, bulkhead_full, timeout, retries_exhausted, error
 	Err   error         // the error that caused it
 	At    time.Time     // when it ran
+	// Context is the call's context (tracing listeners find the caller's span in it).
+	Context context.Context
 }

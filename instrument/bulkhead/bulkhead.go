@@ -243,7 +243,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
 		}
 		if b.maxWait == 0 {
 			b.mu.Unlock()
-			return noop, b.reject(-1)
+			return noop, b.reject(ctx, -1)
 		}
 		if err := ctx.Err(); err != nil {
 			b.mu.Unlock()
@@ -289,7 +289,7 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
 	if ctxDone {
 		return noop, b.abandon(ctx, b.clock.Now().Sub(start))
 	}
-	return noop, b.reject(b.clock.Now().Sub(start))
+	return noop, b.reject(ctx, b.clock.Now().Sub(start))
 }
 
 func (b *Bulkhead) admitWaiter(start time.Time) func() {
@@ -314,12 +314,12 @@ func (b *Bulkhead) unlink(w *waiter) {
 }
 
 // reject counts a rejection and returns the FullError. waited < 0 means the caller never queued.
-func (b *Bulkhead) reject(waited time.Duration) error {
+func (b *Bulkhead) reject(ctx context.Context, waited time.Duration) error {
 	if waited >= 0 {
 		b.waited.Observe(waited)
 	}
 	b.calls[catalog.AdmissionRejected].Add(1)
-	b.emitRejection()
+	b.emitRejection(ctx)
 	return b.full
 }
 
@@ -335,15 +335,15 @@ func (b *Bulkhead) abandon(ctx context.Context, waited time.Duration) error {
 		return fmt.Errorf("bulkhead %q: gave up waiting for a permit: %w", b.name, context.Cause(ctx))
 	}
 	b.calls[catalog.AdmissionRejected].Add(1)
-	b.emitRejection()
+	b.emitRejection(ctx)
 	full := *b.full
 	full.Err = context.Cause(ctx)
 	return &full
 }
 
-func (b *Bulkhead) emitRejection() {
+func (b *Bulkhead) emitRejection(ctx context.Context) {
 	if b.hub != nil && b.hub.Rejections.Active() {
-		b.hub.Rejections.Emit(events.Rejection{Primitive: catalog.Bulkhead, Name: b.name, At: b.clock.Now()})
+		b.hub.Rejections.Emit(events.Rejection{Primitive: catalog.Bulkhead, Name: b.name, At: b.clock.Now(), Context: ctx})
 	}
 }
 

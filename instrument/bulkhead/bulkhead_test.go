@@ -295,9 +295,11 @@ func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
 	require.NoError(t, err)
 	defer release()
 
+	type key struct{}
+	callCtx := context.WithValue(context.Background(), key{}, "the caller's")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.Acquire(context.Background())
+		_, err := b.Acquire(callCtx)
 		errc <- err
 	}()
 	require.True(t, fake.WaitForTimers(1, nil))
@@ -318,7 +320,8 @@ func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
 	assert.Equal(t, uint64(2), cum[0.25], "the rejected caller waited 200ms")
 	assert.InDelta(t, 0.2, st.Wait.Sum, 1e-9)
 	require.Len(t, got, 1)
-	assert.Equal(t, events.Rejection{Primitive: catalog.Bulkhead, Name: "dep", At: epoch.Add(200 * time.Millisecond)}, got[0])
+	assert.Equal(t, events.Rejection{Primitive: catalog.Bulkhead, Name: "dep", At: epoch.Add(200 * time.Millisecond), Context: callCtx}, got[0],
+		"the event carries the refused call's context")
 }
 
 func TestWaitingStopsWhenTheContextEnds(t *testing.T) {

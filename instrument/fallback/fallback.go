@@ -197,7 +197,7 @@ func (f *Fallback) Decide(ctx context.Context, err error) (cause catalog.Cause, 
 	}
 	f.calls[cause].Add(1)
 	if f.hub != nil && f.hub.Fallbacks.Active() {
-		f.hub.Fallbacks.Emit(events.Fallback{Name: f.name, Cause: cause, Err: err, At: f.clock.Now()})
+		f.hub.Fallbacks.Emit(events.Fallback{Name: f.name, Cause: cause, Err: err, At: f.clock.Now(), Context: ctx})
 	}
 	return cause, true
 }

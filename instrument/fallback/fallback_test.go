@@ -253,7 +253,7 @@ func TestCallCountsByCauseAndMarksFallbackResults(t *testing.T) {
 			assert.Equal(t, uint64(1), st.Calls[want])
 			assert.Equal(t, want, fbCause, "the fallback receives the cause")
 			assert.Equal(t, tt.callErr, fbErr, "and the call's error")
-			assert.Equal(t, []events.Fallback{{Name: "prices", Cause: want, Err: tt.callErr, At: epoch}}, got)
+			assert.Equal(t, []events.Fallback{{Name: "prices", Cause: want, Err: tt.callErr, At: epoch, Context: ctx}}, got, "the event carries the call's context")
 		})
 	}
 }

@@ -398,6 +398,9 @@ type call struct {
 // attempt sends one attempt under the attempt context.
 func (s *call) attempt(actx context.Context) (*http.Response, error) {
 	s.attempts++
+	if s.attempts > 1 { // the first attempt's context stays as it is: no allocation
+		actx = context.WithValue(actx, resendKey{}, s.attempts-1)
+	}
 	ar := s.req.WithContext(actx)
 	if s.attempts > 1 && s.req.Body != nil && s.req.Body != http.NoBody {
 		if s.req.GetBody == nil { // not reached: check stops retries of such requests
@@ -429,6 +432,20 @@ func (s *call) attempt(actx context.Context) (*http.Response, error) {
 		s.bodySent = true
 	}
 	return s.t.base.RoundTrip(ar)
+}
+
+// resendKey is the context key of the resend count of a Transport's retries.
+type resendKey struct{}
+
+// ResendCount returns how many times a [Transport] had already sent the request that carries
+// ctx: 0 for the first attempt (and for a context the Transport did not make), 1 for the first
+// retry, and so on — the OpenTelemetry attribute http.request.resend_count of the attempt's
+// HTTP client span. The Transport sets it on the context of each retried attempt's request, so
+// that the base RoundTripper (an instrumented transport creating a span per attempt, wrapped
+// by module collector/otelx) can read it.
+func ResendCount(ctx context.Context) int {
+	n, _ := ctx.Value(resendKey{}).(int)
+	return n
 }
 
 // check turns an attempt's response and error into the error the pipeline's layers see, and

@@ -713,3 +713,30 @@ func TestKeysFromTrafficAreSanitised(t *testing.T) {
 	assert.Equal(t, instrument.SanitizeName("bad\xffname\x01"), bs[0].Name)
 	assert.True(t, utf8.ValidString(bs[0].Name))
 }
+
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func TestResendCountIsOnEachRetriedAttemptsContext(t *testing.T) {
+	srv := newServer(t, func(n int64, w http.ResponseWriter, _ *http.Request, _ <-chan struct{}) {
+		if n < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	inner := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(inner.CloseIdleConnections)
+	var seen []int
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		seen = append(seen, ResendCount(req.Context()))
+		return inner.RoundTrip(req)
+	})
+	tr := newTransport(t, base, WithPipeline(instrument.PipelineConfig{Retry: fastRetry(3)}))
+	resp, err := tr.RoundTrip(request(t, context.Background(), http.MethodGet, srv.URL, ""))
+	require.NoError(t, err)
+	DiscardResponse(resp)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, []int{0, 1, 2}, seen, "the first attempt, then the first and second resends")
+	assert.Equal(t, 0, ResendCount(context.Background()), "a context the Transport did not make")
+}

@@ -107,11 +107,17 @@ func (r *resolved) dashboardURL(perInstance bool, base string, value func(label 
 	if perInstance {
 		vars = append(vars, labelInstance)
 	}
+	return dashboardLink(base, r.dependencyUID, vars, value)
+}
+
+// dashboardLink is the URL of the dashboard uid under base with each of vars set to the
+// alert's value of that label.
+func dashboardLink(base, uid string, vars []string, value func(label string) string) string {
 	q := make([]string, len(vars))
 	for i, l := range vars {
 		q[i] = "var-" + l + "=" + value(l)
 	}
-	return base + "/d/" + r.dependencyUID + "?" + strings.Join(q, "&")
+	return base + "/d/" + uid + "?" + strings.Join(q, "&")
 }
 
 // templateLiteral returns s as alert template text that expands to s itself. Prometheus

@@ -744,12 +744,12 @@ const sloDashboardSuffix = "-slos"
 // its job and name variables set to the alert's labels. value renders a label's value, already
 // escaped for a URL query.
 func (r *resolved) sloDashboardURL(base string, value func(label string) string) string {
-	var q []string
+	var vars []string
 	if slices.Contains(r.groupBy, "job") {
-		q = append(q, "var-job="+value("job"))
+		vars = append(vars, "job")
 	}
-	q = append(q, "var-"+catalog.LabelName+"="+value(catalog.LabelName))
-	return base + "/d/" + r.dashUIDPrefix + sloDashboardSuffix + "?" + strings.Join(q, "&")
+	vars = append(vars, catalog.LabelName)
+	return dashboardLink(base, r.dashUIDPrefix+sloDashboardSuffix, vars, value)
 }
 
 // burnSummary is the static summary of a burn-rate rule.

@@ -209,9 +209,9 @@ func breakerClassifier(user breaker.Classifier) breaker.Classifier {
 // included):
 //   - the retry never retries stormwatch's own rejections (an open breaker, a full bulkhead:
 //     class "rejected") nor the caller's cancellation;
-//   - a business error (classify.Business) means the same in every order: not retried with the
-//     default classification, ignored by the breaker, never a fallback cause — the caller
-//     receives it;
+//   - a business error (classify.Business) means the same in every order: never retried by the
+//     retry whatever its RetryIf or Classify says, ignored by the breaker, never a fallback
+//     cause — the caller receives it;
 //   - the breaker never counts a rejection, the caller's cancellation or a business error as a
 //     failure: a saturated bulkhead never trips it;
 //   - a bulkhead permit is held only while an attempt runs, never during a backoff wait;

@@ -8,7 +8,7 @@ PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
 
-.PHONY: all test unit lint fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx otelx demo demo-prometheus
+.PHONY: all test unit rules-matrix lint fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx otelx demo demo-prometheus
 
 all: build test
 
@@ -17,7 +17,7 @@ build:
 
 ## test: everything CI checks (formatting, vet, race-enabled unit tests, generated-rule checks).
 ## It needs promtool only (not the Prometheus server, which `make e2e` uses).
-test: tools-promtool lint unit generated-check conformance grpcx otelx install-check
+test: tools-promtool lint unit rules-matrix generated-check conformance grpcx otelx install-check
 
 lint: fmt-check vet
 
@@ -28,11 +28,18 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags e2e ./e2e/ ./cmd/stormwatch/internal/demo/e2e/
+	$(GO) vet -tags promtoolmatrix ./rules/
 
 ## unit: the unit tests, with the race detector. They run on injected clocks and scripted
 ## fakes: wall-clock scenarios are in `make e2e`.
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+## rules-matrix: promtool check and test the generated rules of a matrix of configurations
+## (thresholds at both ends, short and long windows and fors, namespace, disabled alerts); the
+## unit suite checks the defaults and a group_by + selector configuration.
+rules-matrix: tools-promtool
+	$(GO) test -tags promtoolmatrix -count=1 -run TestPromtoolAcceptsTheConfigMatrix ./rules/
 
 ## generate: refresh the checked-in output: the defaults (rules, tests, runbooks, dashboards) in
 ## examples/generated, and in examples/generated-slo what the SLO example config adds to them

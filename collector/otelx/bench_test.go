@@ -2,7 +2,6 @@ package otelx
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,44 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/stormwatch-go/stormwatch/collector"
-	"github.com/stormwatch-go/stormwatch/instrument"
-	"github.com/stormwatch-go/stormwatch/instrument/breaker"
-	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
-	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/collector/internal/history"
 )
-
-// benchRegistry holds 1,000 breakers and 100 retries and bulkheads, each with one call
-// recorded (the registry of the collector's BenchmarkCollect).
-func benchRegistry(b *testing.B) *instrument.Registry {
-	reg, err := instrument.NewRegistry()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	ok := func(context.Context) error { return nil }
-	for i := range 1000 {
-		name := fmt.Sprintf("dependency-%04d", i)
-		br, err := reg.Breaker(name, breaker.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = br.Do(ctx, ok)
-		if i%10 != 0 {
-			continue
-		}
-		r, err := reg.Retry(name, retry.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = r.Do(ctx, ok)
-		bh, err := reg.Bulkhead(name, bulkhead.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = bh.Do(ctx, ok)
-	}
-	return reg
-}
 
 // BenchmarkCollect1000 compares, on the same registry of 1,000 named breakers (and 100 retries
 // and bulkheads), one collection through the OpenTelemetry bridge — a ManualReader's Collect:
@@ -57,7 +20,7 @@ func benchRegistry(b *testing.B) *instrument.Registry {
 // sets per instrument, is less than 1,000 breakers' 3,000 states: see the package
 // documentation).
 func BenchmarkCollect1000(b *testing.B) {
-	reg := benchRegistry(b)
+	reg := history.ManyNames(b) // the registry of the collector's BenchmarkCollect
 	b.Run("prometheus", func(b *testing.B) {
 		c, err := collector.New(reg)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/stormwatch-go/stormwatch/collector"
+	"github.com/stormwatch-go/stormwatch/collector/internal/history"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
@@ -261,11 +262,10 @@ func TestSameSeriesAndValuesAsThePrometheusCollector(t *testing.T) {
 			})
 		}
 	}
-	clk := clock.NewFake(epoch)
-	h := newHistory(t, clk)
-	t.Run("fresh", func(t *testing.T) { check(t, h.reg, clk) })
-	h.everyPath()
-	t.Run("every path", func(t *testing.T) { check(t, h.reg, clk) })
+	h := history.New(t, history.WithMoreNames())
+	t.Run("fresh", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
+	h.EveryPath()
+	t.Run("every path", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
 }
 
 var _ = fmt.Sprint

@@ -34,9 +34,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/stormwatch-go/stormwatch/collector"
+	"github.com/stormwatch-go/stormwatch/collector/internal/history"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
-	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
@@ -89,11 +89,11 @@ func TestOTLPIngestionOnRealPrometheus(t *testing.T) {
 	require.NoError(t, os.WriteFile(ruleFile, ruleYAML, 0o644))
 
 	// 1. The scripted history, on a fake clock, exported both ways.
-	h := newHistory(t, clock.NewFake(epoch))
-	h.everyPath()
+	h := history.New(t, history.WithMoreNames())
+	h.EveryPath()
 	mux := http.NewServeMux()
 	for path, opts := range map[string][]collector.Option{"/default": nil, "/full": {collector.WithFullDetail()}} {
-		c, err := collector.New(h.reg, opts...)
+		c, err := collector.New(h.Registry(), opts...)
 		require.NoError(t, err)
 		pr := prometheus.NewPedanticRegistry()
 		require.NoError(t, pr.Register(c))
@@ -105,8 +105,8 @@ func TestOTLPIngestionOnRealPrometheus(t *testing.T) {
 
 	prom := startPrometheus(t, bin, dir, ruleFile, target, deadline)
 	otlpURL := prom.url + "/api/v1/otlp/v1/metrics"
-	push(t, otlpURL, jobOTLPDefault, h.reg)
-	push(t, otlpURL, jobOTLPFull, h.reg, WithFullDetail())
+	push(t, otlpURL, jobOTLPDefault, h.Registry())
+	push(t, otlpURL, jobOTLPFull, h.Registry(), WithFullDetail())
 
 	// 2. The live workload, pushed as job checkout.
 	live, err := instrument.NewRegistry()

@@ -100,6 +100,13 @@
 // interceptor does not retry the call ([Error.DoNotRetry]). Code that retries something else
 // reports its errors with [NoteError] (or calls [MarkRetryDisabled]).
 //
+// The flag is one for both protocols: package httpx raises the same one. An HTTP request sent
+// through an httpx.Transport with the handler's context raises it as a client interceptor does,
+// and httpx.NoteError and httpx.MarkRetryDisabled are the same as this package's; likewise an
+// HTTP handler behind httpx.Middleware whose downstream calls go through these client
+// interceptors, or which calls this package's NoteError or MarkRetryDisabled, gets the
+// Retry-Disabled header.
+//
 // # gRPC's own retries
 //
 // grpc-go retries calls itself when the channel's service config (grpc.WithDefaultServiceConfig,

@@ -2,14 +2,11 @@ package grpcx
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
-	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/internal/retrysignal"
 )
 
 // The do-not-retry signal (server side): the server interceptors put a flag in each request's
@@ -17,88 +14,44 @@ import (
 // one derived from it) exhausted its retries, was refused a retry by the budget, or was told by
 // its own dependency not to retry. When the handler then fails, the interceptor adds
 // "retry-disabled: true" to the trailer, and the caller's interceptor does not retry the call.
-
-type signalKey struct{}
-
-// signalCtx is a request's context carrying the flag: one allocation per request.
-type signalCtx struct {
-	context.Context
-	disabled atomic.Bool
-}
-
-func (c *signalCtx) Value(key any) any {
-	if key == (signalKey{}) {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
-func signalFrom(ctx context.Context) *signalCtx {
-	if ctx == nil {
-		return nil
-	}
-	s, _ := ctx.Value(signalKey{}).(*signalCtx)
-	return s
-}
+// The flag is package retrysignal's, the same one package httpx raises and reads: a mark made
+// through either package is seen by the server of either protocol.
 
 // MarkRetryDisabled raises the do-not-retry signal of the request whose context is ctx (see
 // [UnaryServerInterceptor]). It reports false when ctx does not come from a request served
-// through the server interceptors.
-func MarkRetryDisabled(ctx context.Context) bool {
-	s := signalFrom(ctx)
-	if s == nil {
-		return false
-	}
-	s.disabled.Store(true)
-	return true
-}
+// through the server interceptors or httpx.Middleware. The signal is shared with package httpx:
+// a request served by httpx.Middleware is marked too, and httpx.MarkRetryDisabled marks a
+// request served through the server interceptors.
+func MarkRetryDisabled(ctx context.Context) bool { return retrysignal.Mark(ctx) }
 
 // NoteError raises the do-not-retry signal when err says that this service's retries of a call
 // were exhausted — a *retry.Error with outcome gave_up after more than one attempt, or
 // budget_exhausted — and reports whether it did. The client interceptors call it for every call;
 // call it for the errors of other retried calls (a database through an instrument.Pipeline)
-// whose errors the handler does not return.
-func NoteError(ctx context.Context, err error) bool {
-	if !exhausted(err) {
-		return false
-	}
-	return MarkRetryDisabled(ctx)
-}
-
-// exhausted reports whether err holds a *retry.Error that ended the call after its retries were
-// exhausted or refused by the budget.
-func exhausted(err error) bool {
-	var re *retry.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	switch re.Outcome() {
-	case catalog.OutcomeBudgetExhausted:
-		return true
-	case catalog.OutcomeGaveUp:
-		return len(re.Attempts()) >= 2
-	}
-	return false
-}
+// whose errors the handler does not return. It decides as httpx.NoteError does and raises the
+// same signal.
+func NoteError(ctx context.Context, err error) bool { return retrysignal.Note(ctx, err) }
 
 // retryDisabledTrailer is the trailer of the signal.
 func retryDisabledTrailer() metadata.MD { return metadata.Pairs(RetryDisabledKey, "true") }
 
 // UnaryServerInterceptor returns a server interceptor that marks failed calls with the
 // do-not-retry signal ("retry-disabled: true" in the trailer) when this service already retried
-// on its caller's behalf: the handler's downstream calls through grpcx (with the request's
-// context) exhausted their retries, were refused one by the budget, or were told not to retry —
-// or the handler's error holds a *retry.Error that gave up after retrying or was refused by the
-// budget (the error of any stormwatch retry, gRPC or not). Successful calls are never marked.
+// on its caller's behalf: the handler's downstream calls through grpcx or an httpx.Transport
+// (with the request's context) exhausted their retries, were refused one by the budget, or were
+// told not to retry; the handler raised the signal itself (NoteError or MarkRetryDisabled, of
+// this package or of httpx); or the handler's error holds a *retry.Error that gave up after
+// retrying or was refused by the budget (the error of any stormwatch retry, gRPC or not).
+// Successful calls are never marked.
 //
 // A service whose callers retry and which retries its own dependencies multiplies attempts at
 // every layer (three layers retrying three times send 27 requests to the bottom one); with the
 // signal, only the layer nearest the failure retries.
 func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		sc := &signalCtx{Context: ctx}
-		resp, err := handler(sc, req)
-		if err != nil && (sc.disabled.Load() || exhausted(err)) {
+		sctx, sig := retrysignal.With(ctx)
+		resp, err := handler(sctx, req)
+		if err != nil && (sig.Raised() || retrysignal.Exhausted(err)) {
 			_ = grpc.SetTrailer(ctx, retryDisabledTrailer())
 		}
 		return resp, err
@@ -109,9 +62,12 @@ func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // after this service's retries were exhausted ends with the signal in its trailer.
 func StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		sc := &signalCtx{Context: ss.Context()}
-		err := handler(srv, &signalStream{ServerStream: ss, ctx: sc})
-		if err != nil && (sc.disabled.Load() || exhausted(err)) {
+		sctx, sig := retrysignal.With(ss.Context())
+		if sctx != ss.Context() {
+			ss = &signalStream{ServerStream: ss, ctx: sctx}
+		}
+		err := handler(srv, ss)
+		if err != nil && (sig.Raised() || retrysignal.Exhausted(err)) {
 			ss.SetTrailer(retryDisabledTrailer())
 		}
 		return err

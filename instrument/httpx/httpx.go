@@ -59,6 +59,12 @@
 // ≥ 400, the middleware adds "Retry-Disabled: true", and the caller's Transport does not retry
 // that response. Code that retries something other than HTTP reports its errors with
 // [NoteError] (or calls [MarkRetryDisabled]).
+//
+// The flag is one for both protocols: package grpcx (module instrument/grpcx) raises the same
+// one. A gRPC call made through grpcx's client interceptors with the request's context raises
+// it as a Transport does, and grpcx.NoteError and grpcx.MarkRetryDisabled are the same as this
+// package's; likewise a handler behind grpcx's server interceptors that calls HTTP through a
+// Transport, or this package's NoteError or MarkRetryDisabled, gets gRPC's trailer.
 package httpx
 
 import (

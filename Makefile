@@ -8,7 +8,7 @@ PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
 
-.PHONY: all test unit rules-matrix lint fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx otelx demo demo-prometheus
+.PHONY: all test unit rules-matrix lint tidy-check fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx otelx demo demo-prometheus
 
 all: build test
 
@@ -19,7 +19,13 @@ build:
 ## It needs promtool only (not the Prometheus server, which `make e2e` uses).
 test: tools-promtool lint unit rules-matrix generated-check conformance grpcx otelx install-check
 
-lint: fmt-check vet
+lint: fmt-check vet tidy-check
+
+## tidy-check: every module's go.mod and go.sum are what `go mod tidy` writes.
+tidy-check:
+	@for m in . bench conformance instrument/grpcx collector/otelx; do \
+		(cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "$$m: go.mod/go.sum are not tidy: run 'go mod tidy' there"; exit 1; }; \
+	done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -289,47 +289,32 @@ func newFallbackAttrs(name string) *fallbackAttrs {
 
 // The attribute sets of a primitive, created on first sight. Callers hold b.mu.
 
-func (b *Bridge) breakerAttrs(nb instrument.Named[*breaker.Breaker], now time.Time) *breakerAttrs {
-	a, ok := b.breakers[nb.Value]
+// attrsOf returns the attribute set of primitive p in m, made by make on first sight.
+func attrsOf[P comparable, A any](m map[P]A, p P, make func() A) A {
+	a, ok := m[p]
 	if !ok {
-		a = newBreakerAttrs(nb.Name, now)
-		b.breakers[nb.Value] = a
+		a = make()
+		m[p] = a
 	}
 	return a
+}
+
+func (b *Bridge) breakerAttrs(nb instrument.Named[*breaker.Breaker], now time.Time) *breakerAttrs {
+	return attrsOf(b.breakers, nb.Value, func() *breakerAttrs { return newBreakerAttrs(nb.Name, now) })
 }
 
 func (b *Bridge) retryAttrs(nr instrument.Named[*retry.Retry], now time.Time) *retryAttrs {
-	a, ok := b.retries[nr.Value]
-	if !ok {
-		a = newRetryAttrs(nr.Name, now)
-		b.retries[nr.Value] = a
-	}
-	return a
+	return attrsOf(b.retries, nr.Value, func() *retryAttrs { return newRetryAttrs(nr.Name, now) })
 }
 
 func (b *Bridge) bulkheadAttrs(nb instrument.Named[*bulkhead.Bulkhead], now time.Time) *bulkheadAttrs {
-	a, ok := b.bulkheads[nb.Value]
-	if !ok {
-		a = newBulkheadAttrs(nb.Name, now)
-		b.bulkheads[nb.Value] = a
-	}
-	return a
+	return attrsOf(b.bulkheads, nb.Value, func() *bulkheadAttrs { return newBulkheadAttrs(nb.Name, now) })
 }
 
 func (b *Bridge) timeoutAttrs(nt instrument.Named[*timeout.Timeout]) *timeoutAttrs {
-	a, ok := b.timeouts[nt.Value]
-	if !ok {
-		a = newTimeoutAttrs(nt.Name)
-		b.timeouts[nt.Value] = a
-	}
-	return a
+	return attrsOf(b.timeouts, nt.Value, func() *timeoutAttrs { return newTimeoutAttrs(nt.Name) })
 }
 
 func (b *Bridge) fallbackAttrs(nf instrument.Named[*fallback.Fallback]) *fallbackAttrs {
-	a, ok := b.fallbacks[nf.Value]
-	if !ok {
-		a = newFallbackAttrs(nf.Name)
-		b.fallbacks[nf.Value] = a
-	}
-	return a
+	return attrsOf(b.fallbacks, nf.Value, func() *fallbackAttrs { return newFallbackAttrs(nf.Name) })
 }

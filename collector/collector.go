@@ -45,7 +45,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 )
 

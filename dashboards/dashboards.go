@@ -1,5 +1,5 @@
 // Package dashboards generates stormwatch's Grafana dashboards as code, with the Grafana
-// Foundation SDK, from the metric catalog (collector/catalog).
+// Foundation SDK, from the metric catalog (catalog).
 //
 // Every metric name in every query comes from the catalog, so a dashboard can never query a
 // metric the collector does not export. Two dashboards are generated:
@@ -27,7 +27,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 

@@ -4,5 +4,5 @@
 //
 //	go test ./docs -run Generated -update
 //
-// after changing collector/catalog, collector.Policy or the rules package.
+// after changing catalog, collector.Policy or the rules package.
 package docs

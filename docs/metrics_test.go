@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/collector"
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -25,7 +25,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
-// TestGeneratedMetricsPage fails when docs/metrics.md differs from what collector/catalog and
+// TestGeneratedMetricsPage fails when docs/metrics.md differs from what catalog and
 // collector.Policy produce.
 func TestGeneratedMetricsPage(t *testing.T) {
 	got, err := metricsPage()
@@ -255,7 +255,7 @@ func presences(fn seriesFunc, fresh, every *history) (keys []string, at map[stri
 
 // metricsPage renders docs/metrics.md.
 func metricsPage() ([]byte, error) {
-	meanings, err := labelValueMeanings("../collector/catalog/values.go")
+	meanings, err := labelValueMeanings("../catalog/values.go")
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func metricsPage() ([]byte, error) {
 	p.WriteString(generatedHeader)
 	p.line("# Metric catalog")
 	p.line("")
-	p.line("Every metric stormwatch exports, generated from `collector/catalog` (names, types, labels, label")
+	p.line("Every metric stormwatch exports, generated from `catalog` (names, types, labels, label")
 	p.line("values, buckets) and `collector.Policy` (which series exist). The collector, the rules, the")
 	p.line("dashboards and the OpenTelemetry bridge read the same catalog, so this page cannot drift from them:")
 	p.f("a test fails when it differs from what the code produces (`%s` rewrites it).\n", regenerate)
@@ -380,7 +380,7 @@ func metricsPage() ([]byte, error) {
 
 	p.line("## Label values")
 	p.line("")
-	p.line("What each value of the closed label sets means (from the documentation of `collector/catalog`).")
+	p.line("What each value of the closed label sets means (from the documentation of `catalog`).")
 	p.line("")
 	for _, set := range labelSets {
 		p.f("### %s\n\n", set.title)

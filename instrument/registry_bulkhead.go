@@ -1,7 +1,7 @@
 package instrument
 
 import (
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 )
 

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // The metric vocabulary — label values, primitive names, the overflow name and histogram bucket
-// bounds — is written once, in collector/catalog. The instrument packages import it; they must
+// bounds — is written once, in catalog. The instrument packages import it; they must
 // not spell any of it themselves, or the two copies drift apart. This test parses every non-test
 // Go file under instrument/ and fails on
 //
@@ -200,7 +200,7 @@ func TestNoVocabularyOutsideTheCatalog(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, files, 20, "the scan sees the instrument packages")
 	sort.Strings(findings)
-	assert.Empty(t, findings, "vocabulary written outside collector/catalog")
+	assert.Empty(t, findings, "vocabulary written outside catalog")
 	for key := range vocabularyAllowed {
 		assert.True(t, used[key], "allow-list entry %q matches nothing: remove it", key)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // Rule groups, in file order.

@@ -1,6 +1,6 @@
 // Package rules generates Prometheus alerting and recording rules, promtool unit tests and
 // runbooks for the metrics of stormwatch's collector, all from the metric catalog
-// (collector/catalog): no metric or label name is written anywhere else.
+// (catalog): no metric or label name is written anywhere else.
 //
 // The twelve default alerts cover circuit breakers, retries, bulkheads and fallbacks; each
 // has a configurable threshold, for, keep_firing_for and severity and can be disabled. A

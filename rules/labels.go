@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 

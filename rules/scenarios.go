@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // The scenario builders of the generated promtool tests, per alert.

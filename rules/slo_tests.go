@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // This file generates the promtool tests of the SLOs. Burn-rate alerts react to the history of

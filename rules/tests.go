@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // step is the scrape and evaluation interval of the generated tests.

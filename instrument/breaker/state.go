@@ -1,6 +1,6 @@
 package breaker
 
-import "github.com/stormwatch-go/stormwatch/collector/catalog"
+import "github.com/stormwatch-go/stormwatch/catalog"
 
 // A breaker's states are catalog.State values (catalog.StateClosed, catalog.StateOpen,
 // catalog.StateHalfOpen, catalog.StateForcedOpen, catalog.StateDisabled, catalog.StateMetricsOnly);

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // An open or half-open breaker changes state with time alone: an open period ends in

@@ -56,7 +56,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // Verdict is the classification of one call. The zero Verdict (Class catalog.ClassNone) means the

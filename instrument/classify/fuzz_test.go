@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // facts are what the fuzz target knows, by construction, about an error tree it built.

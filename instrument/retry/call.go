@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 )
 

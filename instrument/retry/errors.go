@@ -3,7 +3,7 @@ package retry
 import (
 	"fmt"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // Error is returned when a retry decision ended a logical call. It unwraps to the last attempt's

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // samples are label values every accepted matcher is evaluated on: Matches must agree before

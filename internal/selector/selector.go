@@ -57,7 +57,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // Limits of a selector. A selector is a handful of matchers; these bound the work a hostile

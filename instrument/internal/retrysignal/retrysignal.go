@@ -20,7 +20,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 

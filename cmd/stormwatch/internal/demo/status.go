@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stormwatch-go/stormwatch/collector/catalog"
+	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
 // board shows the status lines. On a terminal it keeps them as a block at the bottom, redrawn in

@@ -114,7 +114,7 @@ func TestValidateNamespace(t *testing.T) {
 // catalog metric is documented in README.md with its type and labels, and every metric name the
 // README mentions is in the catalog.
 func TestREADMEMetricTableMatchesCatalog(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	readme := string(raw)
 

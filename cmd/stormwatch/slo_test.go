@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
@@ -119,15 +120,10 @@ func TestGenerateWithSLOs(t *testing.T) {
 	assert.Contains(t, string(m), "kind: PrometheusRule")
 	assert.Contains(t, string(m), "name: "+rules.SLOManifestName)
 
-	promtool, err := filepath.Abs("../../bin/promtool")
-	require.NoError(t, err)
-	if _, err := os.Stat(promtool); err != nil {
-		t.Skip("bin/promtool is absent: run scripts/install-tools.sh (CI always does)")
-	}
-	res = runCmd(t, out, promtool, "check", "rules", "--lint=all", "--lint-fatal", sloRulesFile, rulesFile)
-	require.Equal(t, 0, res.code, res.stdout+res.stderr)
-	res = runCmd(t, out, promtool, "test", "rules", sloTestsFile)
-	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+	msg, ok := promtooltest.Run(t, out, "check", "rules", "--lint=all", "--lint-fatal", sloRulesFile, rulesFile)
+	require.True(t, ok, msg)
+	msg, ok = promtooltest.Run(t, out, "test", "rules", sloTestsFile)
+	require.True(t, ok, msg)
 }
 
 // TestCheckedInSLOExampleIsCurrent fails when examples/generated-slo differs from what the

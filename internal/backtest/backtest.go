@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/rules"
@@ -251,7 +250,7 @@ func (p *plan) scan(ctx context.Context, name, expr string, begin time.Time, vis
 		from := begin.Add(time.Duration(c*chunk) * step)
 		n := min(chunk, total-c*chunk)
 		to := from.Add(time.Duration(n-1) * step)
-		m, err := p.opts.Source.QueryRange(ctx, expr, v1.Range{Start: from, End: to, Step: step})
+		m, err := p.opts.Source.QueryRange(ctx, expr, Range{Start: from, End: to, Step: step})
 		if err != nil {
 			return err
 		}

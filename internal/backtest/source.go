@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,11 +10,11 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
 
@@ -21,7 +22,7 @@ import (
 // (Prometheus, Mimir, Thanos Query, VictoriaMetrics) or, in tests, a fake.
 type Source interface {
 	// QueryRange evaluates expr at start, start+step, … up to end.
-	QueryRange(ctx context.Context, expr string, r v1.Range) (model.Matrix, error)
+	QueryRange(ctx context.Context, expr string, r Range) (model.Matrix, error)
 	// HasSeries reports whether any series matching match has samples in [start, end].
 	HasSeries(ctx context.Context, match string, start, end time.Time) (bool, error)
 }
@@ -57,11 +58,19 @@ type HTTPConfig struct {
 	Transport http.RoundTripper
 }
 
-// HTTPSource queries a Prometheus-compatible HTTP API with client_golang. A range query the
-// server refuses as too large is split in halves and retried, down to single steps.
+// Range is the span and step of a range query.
+type Range struct {
+	Start, End time.Time
+	Step       time.Duration
+}
+
+// HTTPSource queries a Prometheus-compatible HTTP API through client_golang's api.Client (the
+// HTTP API's endpoints and JSON envelope are stable across servers and client versions). A
+// range query the server refuses as too large is split in halves and retried, down to single
+// steps.
 type HTTPSource struct {
-	api  v1.API
-	host string
+	client api.Client
+	host   string
 	// Splits counts the queries split because the server found them too large.
 	Splits int
 }
@@ -91,7 +100,7 @@ func NewHTTPSource(c HTTPConfig) (*HTTPSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus %s: %w", redactURL(c.URL), err)
 	}
-	return &HTTPSource{api: v1.NewAPI(client), host: u.Host}, nil
+	return &HTTPSource{client: client, host: u.Host}, nil
 }
 
 // redactURL drops userinfo and query from a URL for messages.
@@ -137,16 +146,19 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 var tooLarge = regexp.MustCompile(`(?i)too many|maximum resolution|exceeds? the (limit|maximum)|exceeded.*limit|max(imum)?[ _-]?(number of )?(samples|points|series|chunks)|query length|cannot select more than`)
 
 // QueryRange implements Source, splitting the range when the server finds it too large.
-func (s *HTTPSource) QueryRange(ctx context.Context, expr string, r v1.Range) (model.Matrix, error) {
-	v, _, err := s.api.QueryRange(ctx, expr, r)
-	if err == nil {
-		m, ok := v.(model.Matrix)
-		if !ok {
-			return nil, fmt.Errorf("range query returned a %s, want a matrix", v.Type())
-		}
-		return m, nil
+func (s *HTTPSource) QueryRange(ctx context.Context, expr string, r Range) (model.Matrix, error) {
+	var res struct {
+		ResultType string       `json:"resultType"`
+		Result     model.Matrix `json:"result"`
 	}
-	err = s.classify(err)
+	err := s.call(ctx, "/api/v1/query_range", url.Values{"query": {expr}, "start": {formatTime(r.Start)},
+		"end": {formatTime(r.End)}, "step": {strconv.FormatFloat(r.Step.Seconds(), 'f', -1, 64)}}, &res)
+	if err == nil {
+		if res.ResultType != "matrix" {
+			return nil, fmt.Errorf("%s: range query returned a %q, want a matrix", s.host, res.ResultType)
+		}
+		return res.Result, nil
+	}
 	if !errors.Is(err, ErrTooLarge) {
 		return nil, err
 	}
@@ -156,38 +168,93 @@ func (s *HTTPSource) QueryRange(ctx context.Context, expr string, r v1.Range) (m
 	}
 	s.Splits++
 	mid := r.Start.Add(time.Duration(steps/2) * r.Step)
-	a, err := s.QueryRange(ctx, expr, v1.Range{Start: r.Start, End: mid, Step: r.Step})
+	a, err := s.QueryRange(ctx, expr, Range{Start: r.Start, End: mid, Step: r.Step})
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.QueryRange(ctx, expr, v1.Range{Start: mid.Add(r.Step), End: r.End, Step: r.Step})
+	b, err := s.QueryRange(ctx, expr, Range{Start: mid.Add(r.Step), End: r.End, Step: r.Step})
 	if err != nil {
 		return nil, err
 	}
 	return mergeMatrices(a, b), nil
 }
 
+func formatTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', 3, 64)
+}
+
+// maxBody bounds an answer of the server.
+const maxBody = 1 << 30
+
+// call POSTs args to the endpoint (falling back to GET where POST is refused, as read-only
+// proxies do) and decodes the data of a success envelope into data.
+func (s *HTTPSource) call(ctx context.Context, endpoint string, args url.Values, data any) error {
+	u := s.client.URL(endpoint, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(args.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, body, err := s.client.Do(ctx, req)
+	if err == nil && (resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented) {
+		u.RawQuery = args.Encode()
+		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil); err != nil {
+			return err
+		}
+		resp, body, err = s.client.Do(ctx, req)
+	}
+	if err != nil {
+		return s.classify(err)
+	}
+	var env struct {
+		Status    string          `json:"status"`
+		Data      json.RawMessage `json:"data"`
+		ErrorType string          `json:"errorType"`
+		Error     string          `json:"error"`
+	}
+	if jerr := json.Unmarshal(body, &env); jerr != nil || env.Status == "" {
+		return s.classify(&apiError{status: resp.StatusCode, msg: fmt.Sprintf("HTTP %d, not a Prometheus API answer", resp.StatusCode)})
+	}
+	if env.Status != "success" {
+		return s.classify(&apiError{status: resp.StatusCode, typ: env.ErrorType, msg: env.Error})
+	}
+	if err := json.Unmarshal(env.Data, data); err != nil {
+		return fmt.Errorf("%s: decoding %s: %w", s.host, endpoint, err)
+	}
+	return nil
+}
+
+// apiError is an error answer of the server.
+type apiError struct {
+	status   int
+	typ, msg string
+}
+
+func (e *apiError) Error() string { return e.typ + ": " + e.msg }
+
 // HasSeries implements Source with the series endpoint (limit 1).
 func (s *HTTPSource) HasSeries(ctx context.Context, match string, start, end time.Time) (bool, error) {
-	ls, _, err := s.api.Series(ctx, []string{match}, start, end, v1.WithLimit(1))
-	if err != nil {
-		return false, s.classify(err)
-	}
-	return len(ls) > 0, nil
+	var ls []model.LabelSet
+	err := s.call(ctx, "/api/v1/series", url.Values{"match[]": {match}, "start": {formatTime(start)}, "end": {formatTime(end)}, "limit": {"1"}}, &ls)
+	return len(ls) > 0, err
 }
 
 // RuleGroupIntervals returns the evaluation interval of each rule group the server runs, by
 // group name (empty when it runs none or has no rules API, as Thanos Query without a ruler).
 func (s *HTTPSource) RuleGroupIntervals(ctx context.Context) (map[string]time.Duration, error) {
-	res, err := s.api.Rules(ctx, nil)
-	if err != nil {
-		err = s.classify(err)
+	var res struct {
+		Groups []struct {
+			Name     string  `json:"name"`
+			Interval float64 `json:"interval"`
+		} `json:"groups"`
+	}
+	out := map[string]time.Duration{}
+	if err := s.call(ctx, "/api/v1/rules", url.Values{"type": {"alert"}}, &res); err != nil {
 		if errors.Is(err, ErrAuth) || errors.Is(err, ErrUnreachable) {
 			return nil, err
 		}
-		return map[string]time.Duration{}, nil
+		return out, nil
 	}
-	out := map[string]time.Duration{}
 	for _, g := range res.Groups {
 		out[g.Name] = time.Duration(g.Interval * float64(time.Second))
 	}
@@ -209,12 +276,15 @@ func (s *HTTPSource) classify(err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	var apiErr *v1.Error
-	if errors.As(err, &apiErr) {
-		if tooLarge.MatchString(apiErr.Msg) || tooLarge.MatchString(apiErr.Detail) {
-			return fmt.Errorf("%s: %w: %s", s.host, ErrTooLarge, firstLine(apiErr.Msg))
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if tooLarge.MatchString(ae.msg) || ae.status == http.StatusRequestEntityTooLarge {
+			return fmt.Errorf("%s: %w: %s", s.host, ErrTooLarge, firstLine(ae.msg))
 		}
-		return fmt.Errorf("%s: %s: %s", s.host, apiErr.Type, firstLine(apiErr.Msg))
+		if ae.typ == "" {
+			return fmt.Errorf("%s: %s", s.host, firstLine(ae.msg))
+		}
+		return fmt.Errorf("%s: %s: %s", s.host, ae.typ, firstLine(ae.msg))
 	}
 	return fmt.Errorf("%s: %w", s.host, err)
 }

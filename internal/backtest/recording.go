@@ -76,7 +76,10 @@ func references(expr string, exprs map[string]string) []string {
 func (in inliner) rewrite(expr string) (string, error) {
 	for depth := 0; depth < 10; depth++ {
 		changed := false
-		for name := range in.inline {
+		for name, inline := range in.inline {
+			if !inline {
+				continue
+			}
 			sels := findSelectors(expr, name)
 			for i := len(sels) - 1; i >= 0; i-- {
 				repl, err := in.replacement(name, sels[i])

@@ -136,10 +136,16 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w (HTTP %d)", ErrAuth, resp.StatusCode)
+		return nil, &authError{status: resp.StatusCode}
 	}
 	return resp, nil
 }
+
+// authError is a 401 or 403 answer; it matches ErrAuth.
+type authError struct{ status int }
+
+func (e *authError) Error() string        { return fmt.Sprintf("%v (HTTP %d)", ErrAuth, e.status) }
+func (e *authError) Is(target error) bool { return target == ErrAuth }
 
 // tooLarge matches the messages with which Prometheus, Mimir, Thanos and VictoriaMetrics
 // refuse a query as too big.
@@ -265,6 +271,10 @@ func (s *HTTPSource) RuleGroupIntervals(ctx context.Context) (map[string]time.Du
 func (s *HTTPSource) classify(err error) error {
 	switch {
 	case errors.Is(err, ErrAuth):
+		var ae *authError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("%s: %w", s.host, ae)
+		}
 		return fmt.Errorf("%s: %w", s.host, ErrAuth)
 	case errors.Is(err, ErrUnreachable):
 		var ne net.Error

@@ -48,8 +48,8 @@ func runBacktest(t *testing.T, args ...string) backtestJSON {
 
 // TestBacktest runs the six demo scenarios at once into one Prometheus 3.16 evaluating the
 // demo profile's rules (as the scenario matrix does), then backtests that history:
-//   - the replay (recorded series from the server, and again with every recording rule
-//     inlined) agrees with Prometheus's own ALERTS at ≥ 95 % for every alert that fired, and
+//   - the replay (recorded series from the server, as --recording auto finds them there, and
+//     again with every recording rule inlined) agrees with Prometheus's own ALERTS at ≥ 95 % for every alert that fired, and
 //     no firing interval is on one side only;
 //   - --suggest, with the outage scenario's fault window marked as the incident and the rules
 //     restricted to the outage and steady jobs, proposes a config under which every outage
@@ -80,10 +80,17 @@ func TestBacktest(t *testing.T) {
 	url := fleet.API.URL
 	from, to := began.UTC().Format(time.RFC3339Nano), end.UTC().Format(time.RFC3339Nano)
 
-	for _, mode := range []string{"server", "inline"} {
+	for _, mode := range []string{"auto", "inline"} {
 		got := runBacktest(t, "--prometheus", url, "--from", from, "--to", to, "-c", profile, "--compare-alerts", "--recording", mode)
 		require.NotNil(t, got.Report)
 		require.Equal(t, time.Second, got.Report.Interval, "the interval of the server's stormwatch rule groups")
+		for _, a := range got.Report.Alerts {
+			if mode == "auto" {
+				assert.Empty(t, a.Notes, "%s: the server holds every recorded series: nothing inlined", a.Alert)
+			} else {
+				assert.NotContains(t, a.Expr, ":ratio_rate30s", "%s: recording rules inlined", a.Alert)
+			}
+		}
 		fired := 0
 		for _, ag := range got.Agreement {
 			if ag.Replayed+ag.Recorded == 0 {

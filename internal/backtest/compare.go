@@ -39,8 +39,13 @@ type Agreement struct {
 // on the range's grid: one step apart at most).
 func Compare(ctx context.Context, src Source, rep *Report, tolerance int, progress func(string, int, int)) ([]Agreement, error) {
 	p := &plan{opts: Options{Source: src, Start: rep.Start, End: rep.End, Interval: rep.Interval, Progress: progress}}
-	out := make([]Agreement, 0, len(rep.Alerts))
+	var out []Agreement
+	seen := map[string]bool{}
 	for _, a := range rep.Alerts {
+		if seen[a.Alert] {
+			continue // several rules of one name (the SLO alerts) are compared together
+		}
+		seen[a.Alert] = true
 		recorded := map[string][]int{}
 		expr := fmt.Sprintf(`ALERTS{alertname=%s, alertstate="firing"}`, strconv.Quote(a.Alert))
 		key := func(m model.Metric) string {
@@ -58,7 +63,18 @@ func Compare(ctx context.Context, src Source, rep *Report, tolerance int, progre
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading ALERTS: %w", a.Alert, err)
 		}
-		out = append(out, agree(a, replayedSteps(a, rep), recorded, rep, tolerance))
+		replayed := map[string][]int{}
+		for _, b := range rep.Alerts {
+			if b.Alert == a.Alert {
+				for k, steps := range replayedSteps(b, rep) {
+					replayed[k] = append(replayed[k], steps...)
+				}
+			}
+		}
+		for _, steps := range replayed {
+			sort.Ints(steps)
+		}
+		out = append(out, agree(a, replayed, recorded, rep, tolerance))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -39,12 +40,26 @@ func recordedNames(groups []rules.Group) (map[string]string, []string) {
 	for _, g := range groups {
 		for _, r := range g.Rules {
 			if r.Record != "" {
-				exprs[r.Record] = r.Expr
+				exprs[r.Record] = withLabels(r.Expr, r.Labels)
 				names = append(names, r.Record)
 			}
 		}
 	}
 	return exprs, names
+}
+
+// withLabels wraps a recording expression so that it carries the rule's labels, as the
+// recorded series do.
+func withLabels(expr string, ls map[string]string) string {
+	keys := make([]string, 0, len(ls))
+	for k := range ls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		expr = fmt.Sprintf("label_replace(%s, %q, %s, \"\", \"\")", expr, k, strconv.Quote(ls[k]))
+	}
+	return expr
 }
 
 // references lists the recorded names of exprs that expr reads, directly or through other

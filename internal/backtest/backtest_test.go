@@ -232,4 +232,6 @@ func TestGrids(t *testing.T) {
 	assert.Equal(t, []float64{0.125, 0.25, 0.375, 0.5, 0.75}, ThresholdGrid(rules.Config{}, rules.AlertOpenFleetWide, 0.5), "(0, 1) excludes 1 and 2")
 	assert.Equal(t, []time.Duration{0, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute},
 		ForGrid(5*time.Minute, time.Minute))
+	assert.Equal(t, []time.Duration{time.Minute, 90 * time.Second, 2 * time.Minute, 3 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute},
+		forGrid(rules.AlertRetryBudgetExhausted, 90*time.Second, time.Second), "denials in every minute: no for under a minute")
 }

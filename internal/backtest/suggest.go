@@ -139,6 +139,16 @@ func roundThreshold(v float64) float64 {
 	return math.Round(v/mag) * mag
 }
 
+// minFor is the shortest for proposed for an alert, where a shorter one changes its meaning:
+// RetryBudgetExhausted asks for denials in every minute of its for, so a for under a minute
+// would page on one minute's denials (and its generated restart tests assume at least that).
+var minFor = map[string]time.Duration{rules.AlertRetryBudgetExhausted: time.Minute}
+
+// forGrid is ForGrid without the fors under the alert's minFor (but for its current one).
+func forGrid(alert string, cur, interval time.Duration) []time.Duration {
+	return slices.DeleteFunc(ForGrid(cur, interval), func(d time.Duration) bool { return d < minFor[alert] && d != cur })
+}
+
 // ForGrid returns the fors tried: a fixed ladder from 0 to 30m plus the current one, at least
 // one evaluation interval apart.
 func ForGrid(cur, interval time.Duration) []time.Duration {
@@ -196,7 +206,7 @@ func (p *plan) suggest(ctx context.Context, cfg rules.Config, info rules.AlertIn
 		cur.Threshold = *ac.Threshold
 	}
 	ths := ThresholdGrid(cfg, info.Name, cur.Threshold)
-	fors := ForGrid(r.For, p.opts.Interval)
+	fors := forGrid(info.Name, r.For, p.opts.Interval)
 	begin := p.begin(fors[len(fors)-1] + r.KeepFiringFor)
 	n := int(p.opts.End.Sub(begin)/p.opts.Interval) + 1
 	s := Suggestion{Alert: info.Name, Current: cur, Best: cur, Incidents: len(incidents)}

@@ -48,9 +48,10 @@ func runBacktest(t *testing.T, args ...string) backtestJSON {
 
 // TestBacktest runs the six demo scenarios at once into one Prometheus 3.16 evaluating the
 // demo profile's rules (as the scenario matrix does), then backtests that history:
-//   - the replay (recorded series from the server, as --recording auto finds them there, and
-//     again with every recording rule inlined) agrees with Prometheus's own ALERTS at ≥ 95 % for every alert that fired, and
-//     no firing interval is on one side only;
+//   - the replay, reading the recorded series from the server (--recording auto finds them
+//     there), agrees with Prometheus's own ALERTS at ≥ 95 % for every alert that fired, and no
+//     firing interval is on one side only; with every recording rule inlined, at ≥ 90 % and
+//     again no interval on one side only;
 //   - --suggest, with the outage scenario's fault window marked as the incident and the rules
 //     restricted to the outage and steady jobs, proposes a config under which every outage
 //     alert that pages does so inside the window and nothing fires for the steady job, and the
@@ -98,7 +99,14 @@ func TestBacktest(t *testing.T) {
 			}
 			fired++
 			t.Logf("%s: %s agreement %.1f%% (replayed %d, recorded %d steps)", mode, ag.Alert, ag.Percent, ag.Replayed, ag.Recorded)
-			assert.GreaterOrEqual(t, ag.Percent, 95.0, "%s: %s agrees with ALERTS", mode, ag.Alert)
+			// Inlined, a recording rule is evaluated on the replay's grid rather than read as the
+			// server recorded it at its own evaluation offsets: a transition may move by one more
+			// step (measured: 96 to 100 %, against 100 % reading the recorded series).
+			want := 95.0
+			if mode == "inline" {
+				want = 90
+			}
+			assert.GreaterOrEqual(t, ag.Percent, want, "%s: %s agrees with ALERTS", mode, ag.Alert)
 			assert.Empty(t, ag.OnlyReplayed, "%s: %s fired in the replay only", mode, ag.Alert)
 			assert.Empty(t, ag.OnlyRecorded, "%s: %s fired on the server only", mode, ag.Alert)
 		}

@@ -113,13 +113,13 @@ func writeAgreements(w io.Writer, ags []Agreement) {
 
 // WriteSuggestions renders the suggestions and the config snippet of the changed ones.
 func WriteSuggestions(w io.Writer, sugg []Suggestion) {
-	fmt.Fprintf(w, "%-32s %-42s %s\n", "ALERT", "CURRENT", "PROPOSED")
+	fmt.Fprintf(w, "%-32s %-46s %s\n", "ALERT", "CURRENT", "PROPOSED")
 	for _, s := range sugg {
 		best := "(keep)"
 		if s.Changed {
 			best = setting(s.Best, s.BestScore, s.Incidents)
 		}
-		fmt.Fprintf(w, "%-32s %-42s %s\n", s.Alert, setting(s.Current, s.CurrentScore, s.Incidents), best)
+		fmt.Fprintf(w, "%-32s %-46s %s\n", s.Alert, setting(s.Current, s.CurrentScore, s.Incidents), best)
 	}
 	snippet := Snippet(sugg)
 	if snippet == "" {

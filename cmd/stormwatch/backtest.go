@@ -47,6 +47,7 @@ func backtestFlagSet(f *backtestFlags) *flag.FlagSet {
 	fs.StringVar(&f.from, "from", "", "start of the range: RFC 3339, Unix seconds, now or now-<duration> (now-7d)")
 	fs.StringVar(&f.to, "to", "now", "end of the range, as --from")
 	fs.DurationVar(&f.interval, "interval", 0, "evaluation interval (the range queries' step); default: the server's interval for the stormwatch rule groups, else 1m")
+	fs.DurationVar(&f.interval, "step", 0, "same as --interval")
 	fs.StringVar(&f.output, "o", "text", "output: text or json")
 	fs.StringVar(&f.recording, "recording", string(backtest.RecordingAuto), "recorded series: auto (from the server when it has them, else inlined), server or inline")
 	fs.BoolVar(&f.compare, "compare-alerts", false, "compare the replay with the server's own ALERTS series")

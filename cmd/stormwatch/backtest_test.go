@@ -108,7 +108,7 @@ func TestBacktestTimeline(t *testing.T) {
 
 func TestBacktestCompareJSON(t *testing.T) {
 	_, url := startPromFake(t)
-	r := runBacktestCLI("backtest", "--prometheus", url, "--from", "1970-01-01T01:00:00Z", "--to", "1970-01-01T02:00:00Z", "--interval", "1m", "--compare-alerts", "-o", "json")
+	r := runBacktestCLI("backtest", "--prometheus", url, "--from", "1970-01-01T01:00:00Z", "--to", "1970-01-01T02:00:00Z", "--step", "1m", "--compare-alerts", "-o", "json")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var out struct {
 		Report struct {

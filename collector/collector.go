@@ -142,13 +142,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// bounds returns the classic bounds to export next to the native buckets of a histogram with
-// the given bounds, or nil without classic buckets.
-func (c *Collector) bounds(b []float64) []float64 {
+// bounds returns the classic bounds to export next to the native buckets of a histogram: full
+// with classic buckets on, def (the catalog's few default bounds; nil: none) otherwise.
+func (c *Collector) bounds(full, def []float64) []float64 {
 	if c.classic {
-		return b
+		return full
 	}
-	return nil
+	return def
 }
 
 // desc builds the descriptor of catalog metric m under the collector's namespace.

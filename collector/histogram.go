@@ -158,6 +158,9 @@ var (
 	durationBounds = append([]float64(nil), catalog.DurationBuckets...)
 	backoffBounds  = append([]float64(nil), catalog.BackoffBuckets...)
 	waitBounds     = append([]float64(nil), catalog.WaitBuckets...)
+
+	durationDefaultBounds = append([]float64(nil), catalog.DurationDefaultBuckets...)
+	waitDefaultBounds     = append([]float64(nil), catalog.WaitDefaultBuckets...)
 )
 
 // constHistogram is a prometheus.Metric holding one histogram sample.

@@ -584,9 +584,9 @@ func TestUnitsFollowTheQueries(t *testing.T) {
 				exprs += tg.(*prometheus.Dataquery).Expr + "\n"
 			}
 			switch {
-			case strings.Contains(exprs, "histogram_sum("):
+			case strings.Contains(exprs, ") * (sum"):
 				assert.Equal(t, "short", unit, "%s: callers (Little's law)", *p.Title)
-			case strings.Contains(exprs, "histogram_quantile"), strings.Contains(exprs, "time() -"):
+			case strings.Contains(exprs, "histogram_quantile"), strings.Contains(exprs, "histogram_avg("), strings.Contains(exprs, "time() -"):
 				assert.Equal(t, "s", unit, *p.Title)
 			case strings.Contains(exprs, " / ("), strings.Contains(exprs, "failure_rate"), strings.Contains(exprs, "slow_call_rate"):
 				assert.Equal(t, "percentunit", unit, *p.Title)

@@ -35,13 +35,32 @@ type promql struct {
 	// nameMatcher filters the `name` label: a regex match for multi-value variables, an exact
 	// match for single-value ones.
 	nameMatcher selector.Matcher
-	// classic: the histograms are stored as classic buckets (_bucket, _sum, _count series);
-	// otherwise as native histograms (one series each).
-	classic bool
+	// hist is the form in which the histograms are stored.
+	hist histForm
 }
 
+// histForm is the form in which Prometheus stores the latency histograms, for the queries.
+type histForm int
+
+const (
+	// histEither: whichever the server stored, classic buckets (a Prometheus without native
+	// histogram ingestion, VictoriaMetrics) or native histograms (ingestion on): each histogram
+	// query is the classic one `or` the native one. The classic series (m_bucket, m_sum,
+	// m_count) and the native one (m) have different names, so at most one side selects data
+	// for a given target, and a fleet that mixes both gets the union.
+	histEither  histForm = iota
+	histNative           // native histograms only (one series each)
+	histClassic          // classic buckets only (_bucket, _sum, _count series)
+)
+
 func newPromQL(r resolved, singleName bool) promql {
-	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName), classic: r.classic}
+	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName)}
+	switch {
+	case r.classic:
+		q.hist = histClassic
+	case r.native:
+		q.hist = histNative
+	}
 	if singleName {
 		q.nameMatcher = eq(catalog.LabelName, "$"+varName)
 	}
@@ -110,27 +129,61 @@ func (q promql) increase(m catalog.Metric, matchers ...selector.Matcher) string 
 	return "increase(" + q.sel(m, matchers...) + rateWindow + ")"
 }
 
-// quantile is the phi quantile of histogram m, aggregated over the by labels: of the native
-// histograms, histogram_quantile(φ, sum by (by) (rate(m[w]))); of classic buckets,
-// histogram_quantile(φ, sum by (by, le) (rate(m_bucket[w]))).
+// quantile is the phi quantile of histogram m, aggregated over the by labels: of classic
+// buckets, histogram_quantile(φ, sum by (by, le) (rate(m_bucket[w]))); of native histograms,
+// histogram_quantile(φ, sum by (by) (rate(m[w]))); of either, the first `or` the second.
 func (q promql) quantile(phi string, m catalog.Metric, by []string, matchers ...selector.Matcher) string {
-	if !q.classic {
-		inner := "rate(" + q.sel(m, matchers...) + rateWindow + ")"
-		return "histogram_quantile(" + phi + ", " + sumBy(by, inner) + ")"
-	}
-	inner := "rate(" + q.bucket(m, matchers...) + rateWindow + ")"
-	return "histogram_quantile(" + phi + ", " + sumBy(append(append([]string{}, by...), "le"), inner) + ")"
+	classic := "histogram_quantile(" + phi + ", " +
+		sumBy(append(append([]string{}, by...), "le"), "rate("+q.bucket(m, matchers...)+rateWindow+")") + ")"
+	native := "histogram_quantile(" + phi + ", " + sumBy(by, q.rate(m, matchers...)) + ")"
+	return q.either(classic, native)
 }
 
-// sumRate is the per-second increase of histogram m's sum of observations, per series: of a
-// native histogram histogram_sum(rate(m[w])), of classic buckets rate(m_sum[w]). Of a duration
-// histogram it is the average number of observations in progress (Little's law): of the
-// bulkhead's wait histogram, the average number of callers waiting.
-func (q promql) sumRate(m catalog.Metric, matchers ...selector.Matcher) string {
-	if !q.classic {
-		return "histogram_sum(rate(" + q.sel(m, matchers...) + rateWindow + "))"
+// mean is the mean observation of histogram m over the rate window, aggregated over the by
+// labels: of classic buckets sum(rate(m_sum)) / sum(rate(m_count)), of native histograms
+// histogram_avg(sum(rate(m))); empty while nothing was observed.
+func (q promql) mean(m catalog.Metric, by []string, matchers ...selector.Matcher) string {
+	classic := ratio(sumBy(by, q.rateOf(m, "_sum", matchers...)), sumBy(by, q.rateOf(m, "_count", matchers...)))
+	native := "histogram_avg(" + sumBy(by, q.rate(m, matchers...)) + ")"
+	return q.either(classic, native)
+}
+
+// sumRate is the per-second increase of histogram m's sum of observations, aggregated over the
+// by labels: of classic buckets sum(rate(m_sum[w])); of native histograms
+// histogram_sum(sum(rate(m[w]))). Of a duration histogram it is the average number of
+// observations in progress (Little's law): of the bulkhead's wait histogram, the average number
+// of callers waiting.
+//
+// Of either form, the native side is histogram_avg(sum(rate(m[w]))) * sum(rate(observations[w])),
+// observations being a counter of m's observations (empty while it is 0): VictoriaMetrics'
+// MetricsQL, which must parse every query, has histogram_avg but neither histogram_sum nor
+// histogram_count.
+func (q promql) sumRate(m catalog.Metric, by []string, observations catalog.Metric, matchers ...selector.Matcher) string {
+	classic := sumBy(by, q.rateOf(m, "_sum", matchers...))
+	switch q.hist {
+	case histClassic:
+		return classic
+	case histNative:
+		return "histogram_sum(" + sumBy(by, q.rate(m, matchers...)) + ")"
 	}
-	return "rate(" + q.series(m, histogramSeries(m, q.ns, "_sum"), matchers...) + rateWindow + ")"
+	return classic + " or histogram_avg(" + sumBy(by, q.rate(m, matchers...)) + ") * (" +
+		sumBy(by, q.rate(observations, matchers...)) + " > 0)"
+}
+
+// rateOf is rate() of histogram m's series with the given suffix (_bucket, _sum, _count).
+func (q promql) rateOf(m catalog.Metric, suffix string, matchers ...selector.Matcher) string {
+	return "rate(" + q.series(m, histogramSeries(m, q.ns, suffix), matchers...) + rateWindow + ")"
+}
+
+// either is the query of the histogram form in use: classic, native, or classic `or` native.
+func (q promql) either(classic, native string) string {
+	switch q.hist {
+	case histClassic:
+		return classic
+	case histNative:
+		return native
+	}
+	return classic + " or " + native
 }
 
 // sumBy is sum by (labels) (expr), or sum(expr) without labels.

@@ -97,6 +97,9 @@ type grafanaJSON struct {
 
 var labelValuesRE = regexp.MustCompile(`^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
 
+// queryResultRE matches Grafana's query_result(query) variable query.
+var queryResultRE = regexp.MustCompile(`^query_result\((.*)\)$`)
+
 func dashboardQueries(t *testing.T, cfg dashboards.Config) []dashQuery {
 	t.Helper()
 	files, err := dashboards.Generate(cfg)
@@ -131,6 +134,11 @@ func dashboardQueries(t *testing.T, cfg dashboards.Config) []dashQuery {
 			}
 			q, ok := v.Query.(string)
 			require.True(t, ok, "%s variable %s: query is %T", d.UID, v.Name, v.Query)
+			if m := queryResultRE.FindStringSubmatch(q); m != nil {
+				require.Equal(t, "name", v.Name, "%s: only the name variable is a query_result()", d.UID)
+				out = append(out, dashQuery{where: fmt.Sprintf("%s variable %s", d.UID, v.Name), expr: m[1]})
+				continue
+			}
 			m := labelValuesRE.FindStringSubmatch(q)
 			require.NotNil(t, m, "%s variable %s: %q is not label_values(selector, label)", d.UID, v.Name, q)
 			require.Equal(t, v.Name, m[2], "%s variable %s lists another label", d.UID, v.Name)

@@ -80,7 +80,10 @@ func allDashboardQueries(t *testing.T, files []dashboards.File) []dashQuery {
 			q, ok := v.Query.(string)
 			require.True(t, ok, "%s variable %s: query is %T", d.UID, v.Name, v.Query)
 			m := labelValuesRE.FindStringSubmatch(q)
-			require.NotNil(t, m, "%s variable %s: %q is not label_values(selector, label)", d.UID, v.Name, q)
+			if m == nil {
+				m = queryResultRE.FindStringSubmatch(q)
+			}
+			require.NotNil(t, m, "%s variable %s: %q is neither label_values(selector, label) nor query_result(query)", d.UID, v.Name, q)
 			out = append(out, dashQuery{where: fmt.Sprintf("%s variable %s", d.UID, v.Name), expr: m[1]})
 		}
 	}

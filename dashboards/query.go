@@ -205,25 +205,47 @@ func ratio(num, den string) string { return num + " / (" + den + " > 0)" }
 // zero makes expr answer 0 rather than no data when it selects nothing.
 func zero(expr string) string { return expr + " or vector(0)" }
 
-// presence returns a selector matching every series the catalog exports under the namespace
-// (histograms by their _count series), for label_values() in the variables. With withName,
-// only metrics that carry the `name` label.
-func (q promql) presence(withName bool, matchers ...selector.Matcher) string {
-	var names []string
-	for _, m := range catalog.All() {
-		if _, ok := m.Label(catalog.LabelName); withName && !ok {
-			continue
-		}
-		if m.Type == catalog.Histogram {
-			names = append(names, histogramSeries(m, q.ns, "_count"))
-		} else {
-			names = append(names, m.FullName(q.ns))
-		}
-	}
-	ms := append([]selector.Matcher{oneOf(labelMetricName, names...)}, matchers...)
-	ms = append(ms, q.selector...)
-	return "{" + selector.Matchers(ms).String() + "}"
+// anchor selects the registry's overflow counter, which every process exporting the catalog
+// exports for every primitive kind from the start (at 0): the job, instance and group_by
+// variables list their values from the label index of this one metric, cheap on a large TSDB
+// (no regular expression over __name__).
+func (q promql) anchor(matchers ...selector.Matcher) string {
+	ms := append(append([]selector.Matcher{}, matchers...), q.selector...)
+	return selector.Vector(catalog.RegistryOverflow.FullName(q.ns), ms...)
 }
+
+// nameAnchors are one series of every named primitive, each always exported (from 0) with
+// the primitive's name: a breaker's rejections, a retry's attempts, a bulkhead's permits, a
+// timeout's timed-out attempts, a fallback's invocations of cause error.
+var nameAnchors = []struct {
+	m        catalog.Metric
+	matchers []selector.Matcher
+}{
+	{catalog.BreakerNotPermitted, nil},
+	{catalog.RetryAttempts, nil},
+	{catalog.BulkheadMaxConcurrent, nil},
+	{catalog.TimeoutCalls, []selector.Matcher{eq(catalog.LabelKind, catalog.TimeoutTimedOut.String())}},
+	{catalog.FallbackCalls, []selector.Matcher{eq(catalog.LabelCause, catalog.CauseError.String())}},
+}
+
+// names is the instant query behind the name variable: the names of every primitive, one
+// series per name, from one series of each primitive kind selected by its metric name
+// (nameAnchors) and the matchers.
+func (q promql) names(matchers ...selector.Matcher) string {
+	var parts []string
+	for _, a := range nameAnchors {
+		ms := append(append(append([]selector.Matcher{}, a.matchers...), matchers...), q.selector...)
+		parts = append(parts, selector.Vector(a.m.FullName(q.ns), ms...))
+	}
+	return "count by (" + catalog.LabelName + ") (" + strings.Join(parts, " or ") + ")"
+}
+
+// queryResult is Grafana's query_result(query) variable query; nameRegex extracts the value of
+// the name label from each of its lines.
+func queryResult(query string) string { return "query_result(" + query + ")" }
+
+// nameRegex extracts the name label's value from a query_result() line.
+const nameRegex = `/` + catalog.LabelName + `="([^"]+)"/`
 
 // labelValues is Grafana's label_values(selector, label) variable query.
 func labelValues(selector, label string) string {

@@ -37,7 +37,8 @@ func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
 		infos := sloInfos(t, rc)
 		files, err := GenerateSLOs(cfg, infos)
 		require.NoError(t, err)
-		require.Len(t, files, 1)
+		require.Len(t, files, 2, "the dashboard and the linter's exclusion file")
+		assert.Equal(t, Dir+"/"+LintFile, files[1].Path)
 		d := decodeStrict(t, files[0].Data)
 		require.NotNil(t, d.Uid)
 		assert.Equal(t, Dir+"/"+*d.Uid+".json", files[0].Path)
@@ -94,7 +95,7 @@ func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
 		for _, v := range d.Templating.List {
 			names = append(names, v.Name)
 		}
-		assert.Equal(t, []string{"datasource", "job", "name"}, names)
+		assert.Equal(t, []string{"datasource", "job", "instance", "name"}, names)
 	}
 }
 

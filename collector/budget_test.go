@@ -35,7 +35,7 @@ import (
 // and the bulkhead wait (6) beside the native buckets, which is what lifts the budget from
 // 25/50 (when latency was invisible there) to 30/70: after every path, 27 per breaker (30
 // after a forced open and its reset) and 68 per dependency. A Prometheus with native
-// ingestion stores each histogram as one native series instead, 16 fewer per dependency.
+// ingestion stores each histogram as one native series instead: 47 per dependency.
 const (
 	maxSeriesPerBreaker    = 30
 	maxSeriesPerDependency = 70
@@ -89,6 +89,27 @@ func storedSeries(t *testing.T, c prometheus.Collector) map[string][]string {
 	return out
 }
 
+// nativeStoredSeries is the number of series a Prometheus with native histogram ingestion
+// stores from c, by the value of the `name` label: one per counter, gauge and histogram.
+func nativeStoredSeries(t *testing.T, c prometheus.Collector) map[string]int {
+	t.Helper()
+	pr := prometheus.NewPedanticRegistry()
+	require.NoError(t, pr.Register(c))
+	mfs, err := pr.Gather()
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == catalog.LabelName {
+					out[l.GetValue()]++
+				}
+			}
+		}
+	}
+	return out
+}
+
 // storedLines is the number of series a default Prometheus stores for m: 1 for a counter or
 // gauge; for a histogram, its classic buckets, the +Inf bucket, _sum and _count (a native-only
 // histogram: 3).
@@ -137,6 +158,10 @@ func TestSeriesBudgetAfterEveryPath(t *testing.T) {
 		breakerSeries(got), breakerSeries(fresh), breakerSeries(gotFull), len(got), len(fresh), len(gotFull))
 	assert.LessOrEqual(t, breakerSeries(got), maxSeriesPerBreaker, "series per breaker")
 	assert.LessOrEqual(t, len(got), maxSeriesPerDependency, "series per dependency")
+	// With native histogram ingestion, each histogram is one series.
+	native := nativeStoredSeries(t, def)[history.Dependency]
+	t.Logf("per dependency with native histogram ingestion: %d", native)
+	assert.Less(t, native, len(got), "native histograms cost less than classic buckets")
 
 	// Manual operations are rare label values: a forced open and its reset add its state and
 	// its two transitions, and the breaker stays within its budget.

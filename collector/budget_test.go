@@ -161,6 +161,10 @@ func TestSeriesBudgetAfterEveryPath(t *testing.T) {
 	// With native histogram ingestion, each histogram is one series.
 	native := nativeStoredSeries(t, def)[history.Dependency]
 	t.Logf("per dependency with native histogram ingestion: %d", native)
+	classic, err := New(h.Registry(), WithClassicBuckets())
+	require.NoError(t, err)
+	gotClassic := storedSeries(t, classic)[history.Dependency]
+	t.Logf("with classic buckets: per breaker %d, per dependency %d", breakerSeries(gotClassic), len(gotClassic))
 	assert.Less(t, native, len(got), "native histograms cost less than classic buckets")
 
 	// Manual operations are rare label values: a forced open and its reset add its state and

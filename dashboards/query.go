@@ -24,9 +24,6 @@ const (
 	labelInstance = "instance"
 )
 
-// labelMetricName is the label holding a series' metric name.
-const labelMetricName = "__name__"
-
 // promql writes the PromQL of one dashboard over catalog metrics. Every vector selector it
 // writes carries the dashboard's variable matchers and the configured extra selector.
 type promql struct {

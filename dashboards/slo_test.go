@@ -159,3 +159,34 @@ func TestGenerateSLOsIsDeterministic(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 }
+
+// TestSLONameVariableSelectsRecordedSeriesByName: the SLOs dashboard's name variable lists the
+// dependencies from the recorded calls series, selected by metric name and SLO id — one
+// label_values() when every SLO records the same series, else a query_result() over each —
+// and never matches __name__; job and instance come from the registry's overflow counter.
+func TestSLONameVariableSelectsRecordedSeriesByName(t *testing.T) {
+	infos := sloInfos(t, testSLOs)
+	vars := func(infos []rules.SLOInfo) map[string]string {
+		files, err := GenerateSLOs(Config{}, infos)
+		require.NoError(t, err)
+		d := decodeStrict(t, files[0].Data)
+		out := map[string]string{}
+		for _, v := range d.Templating.List {
+			if v.Query != nil && v.Query.String != nil {
+				out[v.Name] = *v.Query.String
+				assert.NotContains(t, *v.Query.String, "__name__", v.Name)
+			}
+		}
+		return out
+	}
+	require.NotEqual(t, infos[0].Calls, infos[1].Calls, "SLOs of different periods record different calls series")
+	differ := vars(infos)
+	assert.Equal(t, `query_result(count by (name) (`+infos[0].Calls+`{slo="payments", job=~"$job"} or `+
+		infos[1].Calls+`{slo="core", job=~"$job"}))`, differ["name"])
+	assert.Equal(t, `label_values(resilience_registry_overflow_total, job)`, differ["job"])
+	assert.Equal(t, `label_values(resilience_registry_overflow_total{job=~"$job"}, instance)`, differ["instance"])
+
+	same := append([]rules.SLOInfo(nil), infos...)
+	same[1].Calls = infos[0].Calls
+	assert.Equal(t, `label_values(`+infos[0].Calls+`{slo=~"payments|core", job=~"$job"}, name)`, vars(same)["name"])
+}

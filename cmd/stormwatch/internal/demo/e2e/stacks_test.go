@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +95,54 @@ func missingQueries(t *testing.T, s *stack, queries []panelQuery, instance strin
 		}
 	}
 	return missing
+}
+
+// variableQuery is a template variable of a generated dashboard, as the PromQL that lists its
+// values: count by (label) (selector) for label_values(selector, label), the query itself for
+// query_result(query) (whose lines carry the label).
+type variableQuery struct {
+	dashboard, name, expr, label string
+}
+
+var (
+	labelValuesRE = regexp.MustCompile(`^label_values\((.*), ([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+	queryResultRE = regexp.MustCompile(`^query_result\((.*)\)$`)
+)
+
+// variableQueries reads the query variables of the dashboards in dir.
+func variableQueries(t *testing.T, dir string) []variableQuery {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	var out []variableQuery
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var d struct {
+			Title      string `json:"title"`
+			Templating struct {
+				List []struct {
+					Type  string `json:"type"`
+					Name  string `json:"name"`
+					Query string `json:"query"`
+				} `json:"list"`
+			} `json:"templating"`
+		}
+		require.NoError(t, json.Unmarshal(b, &d), f)
+		for _, v := range d.Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			if m := labelValuesRE.FindStringSubmatch(v.Query); m != nil {
+				out = append(out, variableQuery{d.Title, v.Name, "count by (" + m[2] + ") (" + m[1] + ")", m[2]})
+				continue
+			}
+			m := queryResultRE.FindStringSubmatch(v.Query)
+			require.NotNil(t, m, "%s variable %s: %s", d.Title, v.Name, v.Query)
+			out = append(out, variableQuery{d.Title, v.Name, m[1], "name"})
+		}
+	}
+	return out
 }
 
 // storedForm reports, for each catalog histogram of stacksJob on s, how many classic _bucket
@@ -194,6 +244,33 @@ func TestDashboardsInDefaultAndNativePrometheus(t *testing.T) {
 		}
 		assert.Empty(t, missing, "%s Prometheus: dashboard queries without data during the outage", s.name)
 	}
+
+	// Every variable lists values on both servers, from the one metric it reads.
+	variables := variableQueries(t, filepath.Join(dir, "out", "dashboards"))
+	require.NotEmpty(t, variables)
+	for _, s := range stacks {
+		for _, v := range variables {
+			expr := substitute(v.expr, demo.Addr, "payments")
+			var r struct {
+				Status string `json:"status"`
+				Data   struct {
+					Result []struct {
+						Metric map[string]string `json:"metric"`
+					} `json:"result"`
+				} `json:"data"`
+			}
+			s.api.GetJSON(t, "/api/v1/query?query="+url.QueryEscape(expr), &r)
+			require.Equal(t, "success", r.Status, expr)
+			var values []string
+			for _, res := range r.Data.Result {
+				if res.Metric[v.label] != "" {
+					values = append(values, res.Metric[v.label])
+				}
+			}
+			assert.NotEmpty(t, values, "%s Prometheus: %s variable %s lists nothing: %s", s.name, v.dashboard, v.name, expr)
+		}
+	}
+	t.Logf("all %d dashboard variables list values in both", len(variables))
 
 	// What each server stored: classic buckets by default, native histograms with ingestion on.
 	buckets, natives := storedForm(t, stacks[0])

@@ -190,3 +190,30 @@ func TestSLONameVariableSelectsRecordedSeriesByName(t *testing.T) {
 	same[1].Calls = infos[0].Calls
 	assert.Equal(t, `label_values(`+infos[0].Calls+`{slo=~"payments|core", job=~"$job"}, name)`, vars(same)["name"])
 }
+
+// TestNoVariableMatchesMetricNames: no template variable of any dashboard — Overview,
+// Dependency, SLOs, with any configuration — selects by __name__ (a regex over every metric
+// name of a large TSDB); each reads one metric per selector.
+func TestNoVariableMatchesMetricNames(t *testing.T) {
+	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `env="prod"`, GroupBy: []string{"cluster", "job", "name"}}, {Namespace: NoNamespace}} {
+		files := generate(t, cfg)
+		slos, err := GenerateSLOs(cfg, sloInfos(t, testSLOs))
+		require.NoError(t, err)
+		n := 0
+		for _, f := range append(files, slos...) {
+			if !strings.HasSuffix(f.Path, ".json") {
+				continue
+			}
+			d := decodeStrict(t, f.Data)
+			for _, v := range d.Templating.List {
+				if v.Query == nil || v.Query.String == nil {
+					continue
+				}
+				n++
+				assert.NotContains(t, *v.Query.String, "__name__", "%s variable %s", f.Path, v.Name)
+				assert.NotRegexp(t, `(^|[(,\s])\{`, *v.Query.String, "%s variable %s: every selector names its metric", f.Path, v.Name)
+			}
+		}
+		assert.Greater(t, n, 6)
+	}
+}

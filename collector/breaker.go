@@ -78,7 +78,7 @@ func newBreakerPart(c *Collector) *breakerPart {
 	p := &breakerPart{
 		reg:    c.reg,
 		policy: Policy{FullDetail: c.full},
-		bounds: c.bounds(durationBounds),
+		bounds: c.bounds(durationBounds, durationDefaultBounds),
 		series: map[*breaker.Breaker]*breakerSeries{},
 	}
 	p.descs = [numReads]*prometheus.Desc{

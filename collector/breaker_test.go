@@ -173,10 +173,8 @@ resilience_circuitbreaker_calls_total{kind="successful",name="payments"} 6
 ` + helpNotPerm + `resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 # HELP resilience_circuitbreaker_call_duration_seconds Duration of calls permitted by the circuit breaker.
 # TYPE resilience_circuitbreaker_call_duration_seconds histogram
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="+Inf"} 7
-resilience_circuitbreaker_call_duration_seconds_sum{kind="successful",name="payments"} 2.5
-resilience_circuitbreaker_call_duration_seconds_count{kind="successful",name="payments"} 7
-# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+` + histogramLines("resilience_circuitbreaker_call_duration_seconds", `kind="successful",name="payments"`,
+		catalog.DurationDefaultBuckets, 0.5, 1.5, 0.5, 0, 0, 0, 0) + `# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
 # TYPE resilience_circuitbreaker_failure_rate gauge
 resilience_circuitbreaker_failure_rate{name="payments"} 0.2
 # HELP resilience_circuitbreaker_slow_call_rate Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.

@@ -98,10 +98,10 @@ func TestGenerateWithSLOs(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	out := filepath.Join(dir, "out")
 	files := listFiles(t, out)
-	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json"} {
+	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json", "dashboards/.lint"} {
 		assert.Contains(t, files, f)
 	}
-	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+1)
+	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+2) // + the SLOs dashboard and its dashboard-linter exclusions
 	plain, err := os.ReadFile(filepath.Join(out, rulesFile))
 	require.NoError(t, err)
 	assert.NotContains(t, string(plain), rules.GroupSLOPrefix, "the default rule file is the same with or without SLOs")

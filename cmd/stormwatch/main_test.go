@@ -155,7 +155,7 @@ func TestGenerateTargetsAndFormat(t *testing.T) {
 		{[]string{"generate", "-o", "out", "tests"}, []string{"stormwatch-rules.test.yaml"}},
 		{[]string{"generate", "runbooks", "--out", "out"}, nil},
 		{[]string{"generate", "dashboards", "-o", "out"}, defaultDashboardFiles(t)},
-		{[]string{"generate", "rules", "-o", "out", "--format", "operator"}, []string{"stormwatch-prometheusrule.yaml"}},
+		{[]string{"generate", "rules", "-o", "out", "--format", "operator"}, []string{"manifests/stormwatch-prometheusrule.yaml"}},
 		{[]string{"generate", "tests", "-o", "out", "--format=operator"}, []string{"stormwatch-rules.test.yaml", "stormwatch-rules.yaml"}},
 	}
 	for _, tc := range cases {
@@ -176,7 +176,7 @@ func TestGenerateTargetsAndFormat(t *testing.T) {
 	}
 	dir := t.TempDir()
 	require.Equal(t, 0, runBin(t, dir, "generate", "rules", "-o", ".", "--format", "operator").code)
-	b, err := os.ReadFile(filepath.Join(dir, "stormwatch-prometheusrule.yaml"))
+	b, err := os.ReadFile(filepath.Join(dir, "manifests", "stormwatch-prometheusrule.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "kind: PrometheusRule")
 }

@@ -112,9 +112,9 @@ func TestGenerateWithSLOs(t *testing.T) {
 		res := runBin(t, dir, args...)
 		require.Equal(t, 0, res.code, res.stderr)
 	}
-	assert.Equal(t, []string{"stormwatch-prometheusrule.yaml", sloManifestFile}, listFiles(t, filepath.Join(dir, "op")))
+	assert.Equal(t, []string{"stormwatch-prometheusrule.yaml", sloManifestFile}, listFiles(t, filepath.Join(dir, "op", manifestsDir)))
 	assert.Equal(t, []string{testsFile, rulesFile, sloTestsFile, sloRulesFile}, listFiles(t, filepath.Join(dir, "op2")))
-	m, err := os.ReadFile(filepath.Join(dir, "op", sloManifestFile))
+	m, err := os.ReadFile(filepath.Join(dir, "op", manifestsDir, sloManifestFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(m), "kind: PrometheusRule")
 	assert.Contains(t, string(m), "name: "+rules.SLOManifestName)

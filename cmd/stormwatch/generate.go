@@ -42,6 +42,7 @@ var targets = []target{
 	{"tests", "promtool unit tests " + testsFile + " for the rules (and " + sloTestsFile + ")", genTests},
 	{"runbooks", "one Markdown runbook per alert under " + rules.RunbookDir + "/", genRunbooks},
 	{"dashboards", "Grafana dashboards under " + dashboards.Dir + "/ (and the SLOs dashboard when the config has slos)", genDashboards},
+	{"mixin", "jsonnet monitoring mixin " + mixinFile + " (_config, prometheusRules, prometheusAlerts, grafanaDashboards)", genMixin},
 }
 
 func targetNames() []string {
@@ -105,22 +106,25 @@ func genRunbooks(c *config) ([]outFile, error) {
 }
 
 func genDashboards(c *config) ([]outFile, error) {
-	out, err := outFiles(dashboards.Generate(c.dashboards))
+	out, err := dashboardFiles(c)
 	if err != nil {
 		return nil, err
 	}
-	if len(c.rules.SLOs) == 0 {
-		return withConfigMaps(c, out)
+	return withConfigMaps(c, out)
+}
+
+// dashboardFiles are the dashboards' JSON files (and provisioning file, if asked for).
+func dashboardFiles(c *config) ([]outFile, error) {
+	out, err := outFiles(dashboards.Generate(c.dashboards))
+	if err != nil || len(c.rules.SLOs) == 0 {
+		return out, err
 	}
 	slos, err := rules.SLOs(c.rules)
 	if err != nil {
 		return nil, err
 	}
 	more, err := outFiles(dashboards.GenerateSLOs(c.dashboards, slos))
-	if err != nil {
-		return nil, err
-	}
-	return withConfigMaps(c, append(out, more...))
+	return append(out, more...), err
 }
 
 // withConfigMaps adds the dashboards' ConfigMaps to files with --format operator.

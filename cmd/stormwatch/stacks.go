@@ -16,7 +16,26 @@ import (
 const manifestsDir = "manifests"
 
 // mixinFile is the jsonnet monitoring mixin, relative to -o.
-const mixinFile = "mixin.libsonnet"
+const mixinFile = rules.MixinFile
+
+// genMixin renders the jsonnet mixin of the rules and dashboards.
+func genMixin(c *config) ([]outFile, error) {
+	files, err := dashboardFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	var ds []rules.MixinDashboard
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, ".json") {
+			ds = append(ds, rules.MixinDashboard{Name: f.Path, JSON: f.Data})
+		}
+	}
+	b, err := rules.GenerateMixin(c.rules, ds)
+	if err != nil {
+		return nil, err
+	}
+	return []outFile{{mixinFile, b}}, nil
+}
 
 // stackFlags are generate's flags for the stacks the output goes to; set ones override the
 // config file.

@@ -181,4 +181,11 @@ pint-check:
 	$(GO) test -count=1 -run 'TestPint' -v ./rules/
 
 test: vmalert-check pint-check
-e2e: tools-victoriametrics
+
+## e2e-victoriametrics: the outage demo scraped by VictoriaMetrics single-node, the demo
+## profile's rules (--target victoriametrics) evaluated by vmalert (part of `make e2e`).
+.PHONY: e2e-victoriametrics
+e2e-victoriametrics: tools-victoriametrics
+	$(GO) vet -tags e2e ./e2e/victoriametrics/
+	$(GO) test -tags e2e -count=1 -timeout 5m -v ./e2e/victoriametrics/
+e2e: e2e-victoriametrics

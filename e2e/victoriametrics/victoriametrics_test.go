@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package victoriametrics
 
 import (
 	"fmt"
@@ -17,9 +17,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/stormwatch-go/stormwatch/internal/e2eprom"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var client = e2eprom.NewClient(5 * time.Second)
 
 // vmMustFire are the alerts the outage scenario fires under the demo profile.
 var vmMustFire = []string{"CircuitBreakerStuckOpen", "RetryRateHigh", "FallbackSustained"}

@@ -167,3 +167,30 @@ SOAK_EVERY    ?= 5s
 .PHONY: soak
 soak: $(BIN)/stormwatch
 	$(GO) run ./cmd/stormwatch/internal/demo/soak -stormwatch $(BIN)/stormwatch -duration $(SOAK_DURATION) -every $(SOAK_EVERY)
+
+## stacks (docs/stacks.md): the other engines and linters the generated rules meet.
+## tools-victoriametrics: bin/vmalert and bin/victoria-metrics from Debian's victoria-metrics
+## package (extracted, no service; about 10 s cold, cached per user).
+.PHONY: tools-victoriametrics vmalert-check pint-check
+tools-victoriametrics:
+	@scripts/install-tools.sh victoriametrics
+
+## vmalert-check: `vmalert -dryRun` on the default and SLO rule files (prometheus and
+## victoriametrics targets).
+vmalert-check: tools-victoriametrics
+	$(GO) test -count=1 -run TestVmalertDryRunAcceptsTheRuleFiles -v ./rules/
+
+## pint-check: the two pint (`pint --offline lint`) checks the rules must pass, encoded in Go
+## (pint is not served by the Go module proxy): promql/fragile and rule/dependency.
+pint-check:
+	$(GO) test -count=1 -run 'TestPint' -v ./rules/
+
+test: vmalert-check pint-check
+
+## e2e-victoriametrics: the outage demo scraped by VictoriaMetrics single-node, the demo
+## profile's rules (--target victoriametrics) evaluated by vmalert (part of `make e2e`).
+.PHONY: e2e-victoriametrics
+e2e-victoriametrics: tools-victoriametrics
+	$(GO) vet -tags e2e ./e2e/victoriametrics/
+	$(GO) test -tags e2e -count=1 -timeout 5m -v ./e2e/victoriametrics/
+e2e: e2e-victoriametrics

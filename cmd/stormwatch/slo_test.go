@@ -101,7 +101,7 @@ func TestGenerateWithSLOs(t *testing.T) {
 	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json", "dashboards/.lint"} {
 		assert.Contains(t, files, f)
 	}
-	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+2) // + the SLOs dashboard and its dashboard-linter exclusions
+	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+3) // + the SLOs dashboard, its dashboard-linter exclusions, the mixin
 	plain, err := os.ReadFile(filepath.Join(out, rulesFile))
 	require.NoError(t, err)
 	assert.NotContains(t, string(plain), rules.GroupSLOPrefix, "the default rule file is the same with or without SLOs")
@@ -113,9 +113,9 @@ func TestGenerateWithSLOs(t *testing.T) {
 		res := runBin(t, dir, args...)
 		require.Equal(t, 0, res.code, res.stderr)
 	}
-	assert.Equal(t, []string{"stormwatch-prometheusrule.yaml", sloManifestFile}, listFiles(t, filepath.Join(dir, "op")))
+	assert.Equal(t, []string{"stormwatch-prometheusrule.yaml", sloManifestFile}, listFiles(t, filepath.Join(dir, "op", manifestsDir)))
 	assert.Equal(t, []string{testsFile, rulesFile, sloTestsFile, sloRulesFile}, listFiles(t, filepath.Join(dir, "op2")))
-	m, err := os.ReadFile(filepath.Join(dir, "op", sloManifestFile))
+	m, err := os.ReadFile(filepath.Join(dir, "op", manifestsDir, sloManifestFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(m), "kind: PrometheusRule")
 	assert.Contains(t, string(m), "name: "+rules.SLOManifestName)

@@ -17,7 +17,7 @@
 //   - free of control characters (U+0000–U+001F, U+007F–U+009F: newlines, tabs, NUL…).
 //
 // Names you choose (Registry.Breaker, Retry, Bulkhead, Timeout, Fallback, Pipeline) are checked
-// and refused with a [*ConfigError] naming the value: they are configuration, and a silently
+// and refused with a [*catalog.ConfigError] naming the value: they are configuration, and a silently
 // renamed series would be a surprise. Names derived from traffic — a request's host, a key
 // function's result, an RPC's method — must not fail the call: pass them through [SanitizeName],
 // which maps any string to an acceptable name (invalid bytes and control characters become
@@ -55,11 +55,6 @@ type Registry struct {
 	families sync.Map // catalog.Primitive → *family[T]
 }
 
-// ConfigError is the error of an invalid registry option or pipeline configuration:
-// catalog.ConfigError, stormwatch's one configuration error. The primitives' own packages
-// report theirs with the same type. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
-
 // RegistryOption configures a Registry.
 type RegistryOption func(*Registry) error
 
@@ -67,7 +62,7 @@ type RegistryOption func(*Registry) error
 func WithMaxNames(n int) RegistryOption {
 	return func(r *Registry) error {
 		if n < 1 {
-			return &ConfigError{Primitive: string(catalog.Registry), Field: "MaxNames", Value: n, Reason: "must be at least 1"}
+			return &catalog.ConfigError{Primitive: string(catalog.Registry), Field: "MaxNames", Value: n, Reason: "must be at least 1"}
 		}
 		r.maxNames = n
 		return nil
@@ -79,7 +74,7 @@ func WithMaxNames(n int) RegistryOption {
 func WithEvents(hub *events.Hub) RegistryOption {
 	return func(r *Registry) error {
 		if hub == nil {
-			return &ConfigError{Primitive: string(catalog.Registry), Field: "Events", Reason: "the hub must not be nil"}
+			return &catalog.ConfigError{Primitive: string(catalog.Registry), Field: "Events", Reason: "the hub must not be nil"}
 		}
 		r.hub = hub
 		return nil
@@ -103,9 +98,9 @@ func (r *Registry) Events() *events.Hub { return r.hub }
 // MaxNames returns the cardinality guard's limit per kind.
 func (r *Registry) MaxNames() int { return r.maxNames }
 
-// Overflowed returns how many get-or-create calls for kind (one of catalog.Primitives) were
+// OverflowCount returns how many get-or-create calls for kind (one of catalog.Primitives) were
 // refused a name of their own by the cardinality guard.
-func (r *Registry) Overflowed(kind catalog.Primitive) uint64 {
+func (r *Registry) OverflowCount(kind catalog.Primitive) uint64 {
 	f, ok := r.families.Load(kind)
 	if !ok {
 		return 0
@@ -221,14 +216,14 @@ func (f *family[T]) lookup(name string) (T, bool) {
 const MaxNameLen = 256
 
 // checkName returns nil for a name a registry accepts (see the package documentation, Names),
-// else a *ConfigError for primitive naming the value.
+// else a *catalog.ConfigError for primitive naming the value.
 func checkName(primitive, name string) error {
 	reason := nameProblem(name)
 	if reason == "" {
 		return nil
 	}
 	// The name goes into Value only: the error message quotes and truncates it there.
-	return &ConfigError{Primitive: primitive, Field: "name", Value: name, Reason: reason}
+	return &catalog.ConfigError{Primitive: primitive, Field: "name", Value: name, Reason: reason}
 }
 
 // nameProblem says what is wrong with name, or "".

@@ -24,7 +24,7 @@ func newFake(name string) (*fake, error) { return &fake{name: name}, nil }
 
 func TestRegistryOptionsValidate(t *testing.T) {
 	_, err := NewRegistry(WithMaxNames(0))
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, string(catalog.Registry), ce.Primitive)
 	assert.Equal(t, "MaxNames", ce.Field)
@@ -53,7 +53,7 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	assert.Same(t, a, a2, "same name, same instance")
 
 	_, err = f.get("", newFake)
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "test", ce.Primitive)
 	assert.Equal(t, "name", ce.Field)
@@ -69,8 +69,8 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, c, d)
 	assert.Equal(t, catalog.OverflowName, c.name)
-	assert.Equal(t, uint64(2), r.Overflowed(catalog.Primitive("test")))
-	assert.Equal(t, uint64(0), r.Overflowed(catalog.CircuitBreaker), "other kinds unaffected")
+	assert.Equal(t, uint64(2), r.OverflowCount(catalog.Primitive("test")))
+	assert.Equal(t, uint64(0), r.OverflowCount(catalog.CircuitBreaker), "other kinds unaffected")
 
 	// Existing names keep working after the guard is reached.
 	a3, err := f.get("a", newFake)
@@ -128,7 +128,7 @@ func TestFamilyConcurrentGetOrCreate(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, f.all(), 51, "50 names and the overflow instance")
-	assert.Equal(t, uint64(32*50), r.Overflowed(catalog.Primitive("test")), "every refused get-or-create counted")
+	assert.Equal(t, uint64(32*50), r.OverflowCount(catalog.Primitive("test")), "every refused get-or-create counted")
 }
 
 func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
@@ -169,14 +169,14 @@ func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
 						require.NoError(t, get(r, "first"))
 					}
 					err = get(r, b.name2)
-					var ce *ConfigError
+					var ce *catalog.ConfigError
 					require.ErrorAs(t, err, &ce)
 					assert.Equal(t, "name", ce.Field)
 					assert.Equal(t, b.name2, ce.Value, "the error names the value")
 					assert.Contains(t, err.Error(), b.reason)
 					assert.LessOrEqual(t, len(err.Error()), 400, "an oversized name is not repeated whole")
 					for _, p := range catalog.Primitives {
-						assert.Zero(t, r.Overflowed(p), "a refused name is not an overflow")
+						assert.Zero(t, r.OverflowCount(p), "a refused name is not an overflow")
 					}
 				}
 			})

@@ -109,7 +109,7 @@ func scripted(t *testing.T, w io.Writer) {
 	cfg.Clock = fc
 	cfg.Rand = zeroRand{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: 1740 * time.Millisecond, Cap: 30 * time.Second}
-	cfg.Budget = retry.BudgetConfig{Disabled: true}
+	cfg.DisableBudget = true
 	r, err := reg.Retry("orders-api", cfg)
 	require.NoError(t, err)
 

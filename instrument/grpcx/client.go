@@ -332,7 +332,7 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 				*report = FallbackInfo{}
 			}
 		}
-		h := instrument.Hooks[struct{}]{}
+		h := retry.Hooks[struct{}]{}
 		if ic.reg.Events().Retries.Active() { // the endpoint only appears in retry events
 			h.Endpoint = method
 		}
@@ -346,7 +346,7 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 				return struct{}{}, ic.fallback(fctx, cc, method, req, reply, cause, err)
 			}
 		}
-		_, fromFallback, err := instrument.ExecuteWith(ctx, t.p, u.attempt, h, fb)
+		_, fromFallback, err := instrument.CallWith(ctx, t.p, u.attempt, h, fb)
 		if fromFallback {
 			return withStatus(err)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
-	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
 // Metadata keys the interceptors read and write (gRPC metadata keys are lower case).
@@ -105,9 +104,9 @@ type Error struct {
 }
 
 var (
-	_ retry.RetryAfterHint                     = (*Error)(nil)
-	_ retry.DoNotRetryHint                     = (*Error)(nil)
-	_ retry.IdempotentHint                     = (*Error)(nil)
+	_ classify.RetryAfterHint                  = (*Error)(nil)
+	_ classify.DoNotRetryHint                  = (*Error)(nil)
+	_ classify.IdempotentHint                  = (*Error)(nil)
 	_ classify.VerdictError                    = (*Error)(nil)
 	_ fallback.Causer                          = (*Error)(nil)
 	_ interface{ GRPCStatus() *status.Status } = (*Error)(nil)

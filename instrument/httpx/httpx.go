@@ -346,14 +346,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.idempotent = classify.IsIdempotent(req)
+	s.idempotent = IsIdempotent(req)
 	if !s.idempotent && t.genKey != nil && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
 		s.req = req.Clone(req.Context()) // never modify the caller's request
 		s.req.Header.Set(IdempotencyKeyHeader, t.genKey())
 		s.idempotent = true
 	}
 	s.rewindable = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	h := instrument.Hooks[*http.Response]{
+	h := retry.Hooks[*http.Response]{
 		Check:   s.check,
 		Discard: DiscardResponse,
 		Status:  responseStatus,
@@ -367,7 +367,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		fb = s.fallback
 	}
 	ctx := req.Context()
-	resp, fromFallback, err := instrument.ExecuteWith(ctx, p, s.attempt, h, fb)
+	resp, fromFallback, err := instrument.CallWith(ctx, p, s.attempt, h, fb)
 	if fromFallback {
 		if err != nil {
 			return nil, err
@@ -465,7 +465,7 @@ func (s *call) check(resp *http.Response, err error) error {
 		s.downstreamDisabled = true
 		return e
 	}
-	if !classify.Classify(resp, err, e.idempotent).Retryable {
+	if !Classify(resp, err, e.idempotent).Retryable {
 		return e
 	}
 	switch {

@@ -40,7 +40,7 @@ const guard = 10 * time.Second
 // fastRetry retries at once, without a budget, so that tests decide the attempts.
 func fastRetry(maxAttempts int) *retry.Config {
 	return &retry.Config{MaxAttempts: maxAttempts, Backoff: retry.Backoff{Strategy: retry.None},
-		Budget: retry.BudgetConfig{Disabled: true}}
+		DisableBudget: true}
 }
 
 // tracker is a base RoundTripper over a real loopback transport that counts dials and
@@ -483,7 +483,7 @@ func TestKeysAndCardinality(t *testing.T) {
 	}
 	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
 	assert.ElementsMatch(t, []string{hostA, hostB, catalog.OverflowName}, names)
-	assert.Equal(t, uint64(2), reg.Overflowed(catalog.CircuitBreaker), "every request of the refused key is counted")
+	assert.Equal(t, uint64(2), reg.OverflowCount(catalog.CircuitBreaker), "every request of the refused key is counted")
 
 	// Userinfo and query strings never reach names or logs.
 	reg2, err := instrument.NewRegistry()
@@ -550,7 +550,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		assert.Contains(t, err.Error(), tt.want, tt.name)
 	}
 	_, err := NewTransport(nil, WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}))
-	var ce *instrument.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce, "the pipeline's configuration error is inspectable")
 	assert.Equal(t, "Bulkhead.MaxConcurrent", ce.Field)
 	assert.Equal(t, -1, ce.Value)

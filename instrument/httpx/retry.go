@@ -40,9 +40,9 @@ type Error struct {
 }
 
 var (
-	_ retry.RetryAfterHint = (*Error)(nil)
-	_ retry.DoNotRetryHint = (*Error)(nil)
-	_ retry.IdempotentHint = (*Error)(nil)
+	_ classify.RetryAfterHint = (*Error)(nil)
+	_ classify.DoNotRetryHint = (*Error)(nil)
+	_ classify.IdempotentHint = (*Error)(nil)
 	_ classify.StatusError = (*Error)(nil)
 )
 
@@ -108,8 +108,8 @@ func newError(req *http.Request, resp *http.Response, err error, signal string) 
 	if req == nil && resp != nil {
 		req = resp.Request
 	}
-	idempotent := classify.IsIdempotent(req)
-	if !classify.Classify(resp, err, idempotent).Failed() {
+	idempotent := IsIdempotent(req)
+	if !Classify(resp, err, idempotent).Failed() {
 		return nil
 	}
 	e := &Error{idempotent: idempotent, Err: err}
@@ -128,7 +128,7 @@ func signalled(h http.Header, name string) bool {
 
 // RetryHooks returns the hooks for retrying req with retry.CallWith: Endpoint from [Endpoint],
 // Check from [Result], Discard from [DiscardResponse], the status of a successful response, and
-// Bind, which keeps the returned response's body readable under the retry's AttemptTimeout and
+// Retain, which keeps the returned response's body readable under the retry's AttemptTimeout and
 // MaxDuration until the caller closes it or reads it to the end.
 func RetryHooks(req *http.Request) retry.Hooks[*http.Response] {
 	return retry.Hooks[*http.Response]{
@@ -136,7 +136,7 @@ func RetryHooks(req *http.Request) retry.Hooks[*http.Response] {
 		Check:    func(resp *http.Response, err error) error { return Result(req, resp, err) },
 		Discard:  DiscardResponse,
 		Status:   responseStatus,
-		Bind:     retain,
+		Retain:   retain,
 	}
 }
 

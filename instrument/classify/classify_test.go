@@ -356,7 +356,6 @@ func TestEveryFailureHasAClassOfTheClosedSet(t *testing.T) {
 	assert.False(t, Verdict{}.Failed())
 }
 
-
 // httpVerdict classifies an HTTP call from its response and error, as httpx.Classify does.
 func httpVerdict(resp *http.Response, err error, idempotent bool) Verdict {
 	if err != nil {

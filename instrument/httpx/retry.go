@@ -43,7 +43,7 @@ var (
 	_ classify.RetryAfterHint = (*Error)(nil)
 	_ classify.DoNotRetryHint = (*Error)(nil)
 	_ classify.IdempotentHint = (*Error)(nil)
-	_ classify.StatusError = (*Error)(nil)
+	_ classify.StatusError    = (*Error)(nil)
 )
 
 // Error describes the status or the transport error.

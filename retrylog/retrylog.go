@@ -74,7 +74,7 @@ type Option func(*Logger) error
 func WithLevel(outcome catalog.Outcome, level slog.Level) Option {
 	return func(l *Logger) error {
 		if outcome >= catalog.NumOutcomes {
-			return fmt.Errorf("retrylog: WithLevel(%v): unknown outcome (want one of %v)", outcome, catalog.Outcomes)
+			return &catalog.ConfigError{Primitive: "retrylog", Field: "WithLevel", Value: fmt.Sprint(outcome), Reason: fmt.Sprintf("unknown outcome (want one of %v)", catalog.Outcomes)}
 		}
 		l.levels[outcome] = level
 		return nil
@@ -85,7 +85,7 @@ func WithLevel(outcome catalog.Outcome, level slog.Level) Option {
 func WithRateLimit(perSecond int) Option {
 	return func(l *Logger) error {
 		if perSecond < 0 {
-			return fmt.Errorf("retrylog: WithRateLimit(%d): must not be negative", perSecond)
+			return &catalog.ConfigError{Primitive: "retrylog", Field: "WithRateLimit", Value: perSecond, Reason: "must not be negative"}
 		}
 		l.limit = perSecond
 		return nil
@@ -96,7 +96,7 @@ func WithRateLimit(perSecond int) Option {
 func WithClock(c clock.Clock) Option {
 	return func(l *Logger) error {
 		if c == nil {
-			return fmt.Errorf("retrylog: WithClock(nil): clock must not be nil")
+			return &catalog.ConfigError{Primitive: "retrylog", Field: "WithClock", Reason: "clock must not be nil"}
 		}
 		l.clk = c
 		return nil

@@ -112,7 +112,11 @@ func TestErrorHints(t *testing.T) {
 	canceled := status.Error(codes.Canceled, "context canceled")
 	assert.ErrorIs(t, newError(ctx, "/s.S/M", canceled, nil, true), context.Canceled)
 	assert.NotErrorIs(t, newError(context.Background(), "/s.S/M", canceled, nil, true), context.Canceled)
-	assert.Equal(t, catalog.CallIgnored, breaker.DefaultClassify(newError(context.Background(), "/s.S/M", canceled, nil, true)))
+	assert.Equal(t, catalog.CallIgnored, breaker.DefaultClassify(newError(ctx, "/s.S/M", canceled, nil, true)),
+		"the caller's cancellation is ignored")
+	server := newError(context.Background(), "/s.S/M", canceled, nil, true)
+	assert.Equal(t, catalog.CallFailed, breaker.DefaultClassify(server), "a server's CANCELED is a failure")
+	assert.Equal(t, classify.Verdict{BreakerFailure: true, Class: catalog.ClassError}, server.Verdict(true), "and never retried")
 }
 
 func TestWithStatus(t *testing.T) {

@@ -14,7 +14,10 @@
 //   - not empty;
 //   - at most [MaxNameLen] bytes;
 //   - valid UTF-8;
-//   - free of control characters (U+0000–U+001F, U+007F–U+009F: newlines, tabs, NUL…).
+//   - printable characters only, catalog's policy for every name and id (catalog.NameRune):
+//     no control characters (newlines, tabs, NUL…), no format characters (the bidi override
+//     U+202E, zero-width joiners), no separators but the ASCII space;
+//   - not catalog.OverflowName ("_overflow"), the name of the instance refused names share.
 //
 // Names you choose (Registry.Breaker, Retry, Bulkhead, Timeout, Fallback, Pipeline) are checked
 // and refused with a [*catalog.ConfigError] naming the value: they are configuration, and a silently
@@ -27,12 +30,10 @@
 package instrument
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
@@ -211,9 +212,8 @@ func (f *family[T]) lookup(name string) (T, bool) {
 	return v, ok
 }
 
-// MaxNameLen is the longest name, in bytes, a registry accepts: room for any DNS host name with
-// its port, while keeping label values (stored in every series and every query) small.
-const MaxNameLen = 256
+// MaxNameLen is the longest name, in bytes, a registry accepts (catalog.MaxNameLen).
+const MaxNameLen = catalog.MaxNameLen
 
 // checkName returns nil for a name a registry accepts (see the package documentation, Names),
 // else a *catalog.ConfigError for primitive naming the value.
@@ -226,31 +226,24 @@ func checkName(primitive, name string) error {
 	return &catalog.ConfigError{Primitive: primitive, Field: "name", Value: name, Reason: reason}
 }
 
-// nameProblem says what is wrong with name, or "".
+// nameProblem says what is wrong with name, or "": catalog's character policy, and the overflow
+// instance's name is reserved.
 func nameProblem(name string) string {
-	if name == "" {
-		return "must not be empty"
+	if name == catalog.OverflowName {
+		return "is reserved for the instance the cardinality guard maps refused names to"
 	}
-	if len(name) > MaxNameLen {
-		return fmt.Sprintf("is %d bytes long, more than %d (use SanitizeName for names taken from traffic)", len(name), MaxNameLen)
-	}
-	for i, r := range name {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(name[i:]); size == 1 {
-				return fmt.Sprintf("is not valid UTF-8 (byte %d); a name is a label value of every series it exports (use SanitizeName for names taken from traffic)", i)
-			}
-		}
-		if unicode.IsControl(r) {
-			return fmt.Sprintf("contains the control character %U at byte %d (use SanitizeName for names taken from traffic)", r, i)
-		}
+	if reason := catalog.NameProblem(name); reason != "" {
+		return reason + " (use SanitizeName for names taken from traffic)"
 	}
 	return ""
 }
 
 // SanitizeName maps s, a name taken from traffic (a host, a key function's result), to a name a
-// registry accepts: each byte that is not part of valid UTF-8 and each control character becomes
-// U+FFFD (the replacement character), and the result is cut to at most [MaxNameLen] bytes, on a
-// character boundary. An acceptable s is returned unchanged, without allocating; "" stays ""
+// registry accepts: each byte that is not part of valid UTF-8 and each character the policy
+// refuses (catalog.NameRune: control, format and separator characters) becomes U+FFFD (the
+// replacement character), the reserved catalog.OverflowName becomes U+FFFD followed by its
+// remaining characters, and the result is cut to at most [MaxNameLen] bytes, on a character
+// boundary. An acceptable s is returned unchanged, without allocating; "" stays ""
 // (which no registry accepts). Distinct inputs may map to one name — for instance two hosts that
 // differ only after their first MaxNameLen bytes — and then share one set of primitives.
 func SanitizeName(s string) string {
@@ -262,7 +255,7 @@ func SanitizeName(s string) string {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
-		if (r == utf8.RuneError && size == 1) || unicode.IsControl(r) {
+		if !catalog.NameRune(r) || (i == size && s == catalog.OverflowName) {
 			r = utf8.RuneError
 		}
 		if b.Len()+utf8.RuneLen(r) > MaxNameLen {

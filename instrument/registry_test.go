@@ -145,6 +145,10 @@ func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
 		{"C1 control", "x\u0085", "control character U+0085"},
 		{"too long", long, fmt.Sprintf("is %d bytes long, more than %d", MaxNameLen+1, MaxNameLen)},
 		{"empty", "", "must not be empty"},
+		{"bidi override", "pay\u202Eipa", "format character U+202E at byte 3"},
+		{"zero-width joiner", "a\u200Db", "format character U+200D"},
+		{"line separator", "a\u2028b", "separator U+2028"},
+		{"the overflow instance's name", catalog.OverflowName, "is reserved"},
 	}
 	cfgs := map[string]func(r *Registry, name string) error{
 		"circuitbreaker": func(r *Registry, name string) error { _, err := r.Breaker(name, breaker.Config{}); return err },
@@ -184,7 +188,7 @@ func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
 	}
 	r, err := NewRegistry()
 	require.NoError(t, err)
-	for _, good := range []string{"payments-api", "ünïcode.example:8443", "api.example.com:443", strings.Repeat("é", MaxNameLen/2), "\uFFFD", catalog.OverflowName} {
+	for _, good := range []string{"payments-api", "ünïcode.example:8443", "api.example.com:443", strings.Repeat("é", MaxNameLen/2), "\uFFFD", "_overflow2", "a b"} {
 		_, err := r.Breaker(good, breaker.Config{})
 		assert.NoError(t, err, "%q", good)
 	}
@@ -199,6 +203,8 @@ func TestSanitizeName(t *testing.T) {
 		{"caf\xc3", "caf\uFFFD"},
 		{"a\nb\tc\x00", "a\uFFFDb\uFFFDc\uFFFD"},
 		{"x\u0085y", "x\uFFFDy"},
+		{"pay\u202Eipa", "pay\uFFFDipa"},
+		{catalog.OverflowName, "\uFFFDoverflow"},
 		{"", ""},
 		{strings.Repeat("a", MaxNameLen+10), strings.Repeat("a", MaxNameLen)},
 		// Cut on a character boundary: 255 bytes of 'a' and a 2-byte 'é' would be 257.
@@ -217,7 +223,7 @@ func TestSanitizeName(t *testing.T) {
 }
 
 func FuzzSanitizeName(f *testing.F) {
-	for _, s := range []string{"bad\xffname", "a\nb", "", "ünï", strings.Repeat("é", 200), "x\u0085", "\xc3"} {
+	for _, s := range []string{"bad\xffname", "a\nb", "", "ünï", strings.Repeat("é", 200), "x\u0085", "\xc3", "\u202E", catalog.OverflowName} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

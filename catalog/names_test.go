@@ -16,15 +16,15 @@ func TestNamePolicy(t *testing.T) {
 		assert.NoError(t, CheckName("name", s))
 	}
 	bad := map[string]string{
-		"":                                 "must not be empty",
-		"bad\xffname":                      "not valid UTF-8 (byte 3)",
-		"pay\nments":                       "control character U+000A at byte 3",
-		"x\u0085":                          "control character U+0085",
-		"pay\u202Eipa":                     "format character U+202E at byte 3",
-		"a\u200Bb":                         "format character U+200B",
-		"a\u2029b":                         "separator U+2029",
-		"a\u00A0b":                         "separator U+00A0",
-		"a\uE000b":                         "unprintable character U+E000",
+		"":                                "must not be empty",
+		"bad\xffname":                     "not valid UTF-8 (byte 3)",
+		"pay\nments":                      "control character U+000A at byte 3",
+		"x\u0085":                         "control character U+0085",
+		"pay\u202Eipa":                    "format character U+202E at byte 3",
+		"a\u200Bb":                        "format character U+200B",
+		"a\u2029b":                        "separator U+2029",
+		"a\u00A0b":                        "separator U+00A0",
+		"a\uE000b":                        "unprintable character U+E000",
 		strings.Repeat("a", MaxNameLen+1): "is 257 bytes long, more than 256",
 	}
 	for s, want := range bad {

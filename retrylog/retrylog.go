@@ -174,17 +174,17 @@ func (l *Logger) Log(e events.Retry) {
 	r := slog.NewRecord(at, level, Message, 0)
 	attrs := [12]slog.Attr{
 		slog.String("event", Message),
-		slog.String("name", e.Name),
+		slog.String(catalog.LabelName, e.Name),
 		slog.String("correlation_id", id),
 		slog.String("endpoint", redact.Endpoint(e.Endpoint)),
-		slog.Int("attempt", e.Attempt),
+		slog.Int(catalog.FieldAttempt, e.Attempt),
 		slog.Int("max_attempts", e.MaxAttempts),
 		slog.Int64("elapsed_ms", e.Elapsed.Milliseconds()),
 		slog.Int64("delay_ms", e.Delay.Milliseconds()),
 	}
 	n := 8
 	if e.HasDelay() {
-		attrs[n] = slog.String("delay_source", e.DelaySource.String())
+		attrs[n] = slog.String(catalog.FieldDelaySource, e.DelaySource.String())
 		n++
 	}
 	if e.ErrorClass != catalog.ClassNone {
@@ -195,7 +195,7 @@ func (l *Logger) Log(e events.Retry) {
 		attrs[n] = slog.Int("http_status", e.HTTPStatus)
 		n++
 	}
-	attrs[n] = slog.String("outcome", e.Outcome.String())
+	attrs[n] = slog.String(catalog.FieldOutcome, e.Outcome.String())
 	r.AddAttrs(attrs[:n+1]...)
 	_ = l.h.Handle(ctx, r)
 }

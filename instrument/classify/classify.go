@@ -4,8 +4,14 @@
 // One classifier gives two separate verdicts (retryable, breaker failure) and a failure class from
 // the closed set catalog.Classes. The class is a metric label value and a log field value:
 //
-//	v := classify.Classify(resp, err, classify.IsIdempotent(req))
+//	v := classify.ClassifyError(err, idempotent)      // any call's error
+//	v = classify.Status(resp.StatusCode, idempotent)  // an HTTP status
 //	if v.Failed() && v.Retryable { … }
+//
+// It knows no protocol: it does not import net/http. Package httpx maps HTTP responses and
+// requests onto it (httpx.Classify, httpx.IsIdempotent), as package grpcx maps gRPC's status
+// codes; both carry their verdicts to every layer through the error ([VerdictError],
+// [StatusError]) and the hints of hints.go.
 //
 // # Structure before text
 //
@@ -41,7 +47,8 @@
 // receive an error. [IsBusiness] reports whether an error carries the mark.
 //
 // The package imports nothing of stormwatch but the metric catalog (where the classes are
-// defined), so the breaker, the retry, the fallback and the HTTP middleware can all use it.
+// defined), and nothing of HTTP, so the breaker, the retry, the fallback and the protocol
+// adapters can all use it.
 package classify
 
 import (

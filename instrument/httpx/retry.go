@@ -19,14 +19,14 @@ import (
 // events. The Transport uses them for every request; RetryHooks gives them to code that calls
 // retry.CallWith itself.
 
-// Error reports a failed HTTP attempt — a failing response (classify.Classify calls it a failure:
+// Error reports a failed HTTP attempt — a failing response ([Classify] calls it a failure:
 // 5xx, 408, 429, 4xx) or a transport error — to the retry and the other layers of a pipeline.
 // Build it with [Result]. It tells the retry (see package retry, "Protocol adapters"):
 //   - RetryAfter: the Retry-After header of a 429 or 503 response (delta-seconds or an HTTP-date),
 //     which sets the delay before the next attempt;
 //   - DoNotRetry: the response carried the do-not-retry signal ([RetryDisabledHeader]: true), or
 //     the Transport found repeating the request unsafe;
-//   - Idempotent: the request's idempotency (classify.IsIdempotent);
+//   - Idempotent: the request's idempotency ([IsIdempotent]);
 //   - HTTPStatus: the status, which classify and the retry log's http_status use.
 type Error struct {
 	StatusCode int    // 0 when no response arrived
@@ -70,7 +70,7 @@ func (e *Error) HTTPStatus() int {
 	return e.StatusCode
 }
 
-// Idempotent reports whether the request may be sent again safely (classify.IsIdempotent).
+// Idempotent reports whether the request may be sent again safely ([IsIdempotent]).
 func (e *Error) Idempotent() bool { return e.idempotent }
 
 // DoNotRetry reports whether the request must not be retried: the response carried the

@@ -694,7 +694,7 @@ func TestBindKeepsTheContextsForTheReturnedValue(t *testing.T) {
 		assert.ErrorIs(t, actx.Err(), context.Canceled, "%s: release ends it", name)
 	}
 
-	// Without Bind the contexts end with the call; without contexts Bind is not called.
+	// Without Retain the contexts end with the call; without contexts Retain is not called.
 	f := newFixture(t, func(c *Config) { c.AttemptTimeout = time.Hour })
 	actx, err := Call(context.Background(), f.r, func(ctx context.Context) (context.Context, error) { return ctx, nil })
 	require.NoError(t, err)

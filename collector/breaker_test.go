@@ -30,7 +30,7 @@ func TestBreakerTransitionPairsAreTheOnesThatCanOccur(t *testing.T) {
 	assert.Len(t, transitionPairs, 23)
 	assert.Len(t, transitionPairs, numTransitionPairs)
 	for _, tr := range transitionPairs {
-		assert.True(t, breaker.CanTransition(tr[0], tr[1]), "%s→%s", tr[0], tr[1])
+		assert.True(t, catalog.CanTransition(tr[0], tr[1]), "%s→%s", tr[0], tr[1])
 	}
 	assert.Equal(t, []catalog.CallKind{catalog.CallFailed, catalog.CallSuccessful}, sortedDurationKinds)
 	for _, k := range catalog.DurationKinds {
@@ -95,7 +95,7 @@ func newHistoryBreaker(t *testing.T, opts ...Option) (*clock.Fake, *breaker.Brea
 	require.NoError(t, err)
 	b, err := reg.Breaker("payments", breaker.Config{
 		WindowSize: 10, MinCalls: 5, FailureRateThreshold: 0.5, SlowCallDuration: time.Second,
-		OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1, Clock: clk,
+		OpenDuration: 30 * time.Second, DisableJitter: true, HalfOpenCalls: 1, Clock: clk,
 	})
 	require.NoError(t, err)
 	c, err := New(reg, opts...)

@@ -54,7 +54,7 @@ func TestBulkheadExposition(t *testing.T) {
 	go func() {
 		release, err := pay.Acquire(context.Background())
 		if err == nil {
-			release()
+			release.Done()
 		}
 		errc <- err
 	}()
@@ -106,7 +106,7 @@ resilience_bulkhead_waiting_calls{name="payments"} 1
 	require.NoError(t, testutil.CollectAndCompare(full, strings.NewReader(want), names...))
 	requireLintClean(t, full)
 
-	release() // hands the permit to the waiter, which releases it
+	release.Done() // hands the permit to the waiter, which releases it
 	require.NoError(t, <-errc)
 	st := pay.Snapshot()
 	assert.Equal(t, 0, st.InFlight)

@@ -180,6 +180,6 @@ func (p *overflowPart) describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
 func (p *overflowPart) collect(ch chan<- prometheus.Metric) {
 	for _, prim := range catalog.Primitives {
 		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.CounterValue,
-			float64(p.reg.Overflowed(prim)), string(prim))
+			float64(p.reg.OverflowCount(prim)), string(prim))
 	}
 }

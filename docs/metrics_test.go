@@ -72,7 +72,7 @@ func histories(slow bool) (fresh, every history, err error) {
 	every = fresh
 	for _, from := range catalog.States {
 		for _, to := range catalog.States {
-			if breaker.CanTransition(from, to) {
+			if catalog.CanTransition(from, to) {
 				every.b.Transitions[from][to] = 1
 			}
 		}

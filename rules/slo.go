@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
@@ -403,7 +402,7 @@ func checkSLOText(s string, max int) error {
 		return fmt.Errorf("leading or trailing white space")
 	}
 	for _, c := range s {
-		if !unicode.IsPrint(c) && c != ' ' {
+		if !catalog.NameRune(c) { // the character policy of every name and id
 			return fmt.Errorf("character %q is not printable", c)
 		}
 	}

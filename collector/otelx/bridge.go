@@ -205,7 +205,7 @@ func newBreakerAttrs(name string, now time.Time) *breakerAttrs {
 	for _, st := range catalog.States {
 		a.states[st] = observeOpts(n, attribute.String(catalog.LabelState, st.String()))
 		for _, to := range catalog.States {
-			if breaker.CanTransition(st, to) {
+			if catalog.CanTransition(st, to) {
 				a.transitions[st][to] = observeOpts(n, attribute.String(catalog.LabelFrom, st.String()),
 					attribute.String(catalog.LabelTo, to.String()))
 			}

@@ -92,11 +92,11 @@ func New(tb testing.TB, opts ...Option) *History {
 	h.reg = reg
 	rc := retry.Config{MaxAttempts: 3, Clock: h.clk,
 		Backoff: retry.Backoff{Strategy: retry.Constant, Base: backoff},
-		Budget:  retry.BudgetConfig{NoFloor: true, NoDecay: true}}
+		Budget:  retry.BudgetConfig{DisableFloor: true, DisableDecay: true}}
 	h.p, err = reg.Pipeline(Dependency, instrument.PipelineConfig{
 		Retry: &rc,
 		Breaker: &breaker.Config{WindowSize: 20, MinCalls: 10, FailureRateThreshold: 0.5, SlowCallDuration: slowCall,
-			OpenDuration: openDuration, NoJitter: true, HalfOpenCalls: 1, Clock: h.clk},
+			OpenDuration: openDuration, DisableJitter: true, HalfOpenCalls: 1, Clock: h.clk},
 		Bulkhead: &bulkhead.Config{MaxConcurrent: 1, MaxWait: bulkheadWait, Clock: h.clk},
 		Timeout:  &timeout.Config{Timeout: attemptTimeout, Clock: h.clk},
 		Fallback: &fallback.Config{},
@@ -359,5 +359,5 @@ func (h *History) runMoreNames() {
 		require.NoError(t, err)
 		require.NoError(t, br.Do(context.Background(), ok))
 	}
-	require.NotZero(t, h.reg.Overflowed(catalog.CircuitBreaker))
+	require.NotZero(t, h.reg.OverflowCount(catalog.CircuitBreaker))
 }

@@ -182,10 +182,14 @@ alertmanager-check: tools-amtool
 ## scraping and evaluating every 5s, after a 5m30s warm-up: head series, per-group and per-rule
 ## evaluation time (mean of 6 cycles), missed iterations, Prometheus RSS; about 6 minutes per N,
 ## on loopback. FLEET_RULES=file measures another rule file (default: the generated defaults);
-## FLEET_ARGS passes other flags (e.g. -m 4 exporters, -warmup 1m; see bench/fleet).
+## FLEET_RULES=before.yaml,after.yaml FLEET_ARGS='-rounds 2' interleaves a comparison (ABBA);
+## FLEET_ARGS passes other flags (e.g. -m 4 exporters, -warmup 1m, -top 15; see bench/fleet).
 FLEET_N     ?= 500,2000
 FLEET_RULES ?=
 FLEET_ARGS  ?=
+fleet_comma := ,
+fleet_space := $(subst ,, )
 .PHONY: bench-fleet
 bench-fleet: tools-prometheus
-	cd bench && $(GO) run ./fleet -prometheus $(PROMETHEUS) -n $(FLEET_N) $(if $(FLEET_RULES),-rules $(abspath $(FLEET_RULES))) $(FLEET_ARGS)
+	cd bench && $(GO) run ./fleet -prometheus $(PROMETHEUS) -n $(FLEET_N) \
+		$(if $(FLEET_RULES),-rules $(subst $(fleet_space),$(fleet_comma),$(abspath $(subst $(fleet_comma),$(fleet_space),$(FLEET_RULES))))) $(FLEET_ARGS)

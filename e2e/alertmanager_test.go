@@ -45,7 +45,7 @@ type firing struct {
 // real time: payments goes down (its breaker is stuck open on one instance, its retries no
 // longer rescue, its fallback answers; the outage page fires within 10 minutes), inventory turns
 // flaky (retries rescue it, at the cost of its budget) and recommendations slow (its bulkhead
-// queues and rejects). Ten alerts, three dependencies.
+// queues and rejects). Thirteen alerts, three dependencies.
 func outageTimeline() []firing {
 	a := func(at float64, alert, severity, dep string, extra ...string) firing {
 		l := map[string]string{"alertname": alert, "severity": severity, "job": "checkout", "name": dep}

@@ -63,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	sizes := fs.String("n", "500,2000", "dependencies per exporter: a comma-separated list, one run each")
 	fs.IntVar(&o.exporters, "m", 1, "exporters (each its own scrape job, fleet-1…fleet-M, with the same N dependencies)")
-	rulesFlag := fs.String("rules", "", "rule file(s) to evaluate, separated by commas (default: `stormwatch generate rules` with the built-in defaults)")
+	rulesFlag := fs.String("rules", "", "rule file(s) to evaluate, separated by commas; none: no rules, the cost of scraping alone (default: `stormwatch generate rules` with the built-in defaults)")
 	fs.IntVar(&o.rounds, "rounds", 1, "measurements of each rule file at each N, interleaved")
 	fs.StringVar(&o.prometheus, "prometheus", "../bin/prometheus", "Prometheus 3.16 executable (scripts/install-tools.sh prometheus)")
 	fs.DurationVar(&o.interval, "interval", 5*time.Second, "scrape and evaluation interval")
@@ -154,6 +154,10 @@ func ruleFiles(paths []string, dir string) (files, labels []string, err error) {
 		return []string{p}, []string{"default generated rules"}, os.WriteFile(p, b, 0o644)
 	}
 	for _, p := range paths {
+		if strings.TrimSpace(p) == "none" { // no rules: what scraping alone costs
+			files, labels = append(files, ""), append(labels, "none")
+			continue
+		}
 		abs, err := filepath.Abs(strings.TrimSpace(p))
 		if err != nil {
 			return nil, nil, err

@@ -28,10 +28,12 @@ type result struct {
 	stormwatchSeries      float64 // the exporters' series (resilience_*)
 	recordedSeries        float64 // the recording rules' series
 	rssBytes              float64
-	missed                float64 // prometheus_rule_group_iterations_missed_total, summed
+	cpuPerCycle           time.Duration // Prometheus's CPU time per interval while measuring
+	missed                float64       // prometheus_rule_group_iterations_missed_total, summed
 	groups                []timing
 	ruleTimes             []timing
 	ruleFile              string
+	interval              time.Duration
 	round                 int
 	cycles                int
 	exerciseTime, elapsed time.Duration
@@ -75,7 +77,7 @@ func measure(ctx context.Context, o options, n int, prom, ruleFile, dir string) 
 		go e.traffic(ctx, time.Second, &wg)
 	}
 	srv, err := promrun.Start(promrun.Options{Bin: prom, Dir: dir, Listen: "127.0.0.1:0",
-		Config: promrun.Config{RuleFiles: []string{ruleFile}, Jobs: jobs, Interval: o.interval}})
+		Config: promrun.Config{RuleFiles: nonEmpty(ruleFile), Jobs: jobs, Interval: o.interval}})
 	if err != nil {
 		return nil, err
 	}
@@ -88,14 +90,22 @@ func measure(ctx context.Context, o options, n int, prom, ruleFile, dir string) 
 	if err := warmUp(ctx, srv.URL, o.warmup, n); err != nil {
 		return nil, err
 	}
-	r := &result{n: n, m: o.exporters, exerciseTime: exercised}
-	if err := r.evaluations(ctx, srv.URL, o); err != nil {
+	r := &result{n: n, m: o.exporters, exerciseTime: exercised, interval: o.interval}
+	before, err := selfMetrics(srv.URL)
+	if err != nil {
 		return nil, err
 	}
+	from := time.Now()
+	if err := r.evaluations(ctx, srv.URL, o, ruleFile != ""); err != nil {
+		return nil, err
+	}
+	after, err := selfMetrics(srv.URL)
+	if err != nil {
+		return nil, err
+	}
+	r.rssBytes, r.missed = after.rss, after.missed
+	r.cpuPerCycle = seconds((after.cpu - before.cpu) * float64(o.interval) / float64(time.Since(from)))
 	if err := r.series(srv.URL); err != nil {
-		return nil, err
-	}
-	if err := r.selfMetrics(srv.URL); err != nil {
 		return nil, err
 	}
 	r.elapsed = time.Since(began)
@@ -139,9 +149,25 @@ type rulesResponse struct {
 	} `json:"data"`
 }
 
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
 // evaluations polls /api/v1/rules until every group has been evaluated o.cycles more times,
-// recording each new evaluation's group and rule times.
-func (r *result) evaluations(ctx context.Context, base string, o options) error {
+// recording each new evaluation's group and rule times. Without rules, it waits as long.
+func (r *result) evaluations(ctx context.Context, base string, o options, haveRules bool) error {
+	r.cycles = o.cycles
+	if !haveRules {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(o.cycles) * o.interval):
+			return nil
+		}
+	}
 	seen := map[string]time.Time{}
 	group := map[string][]time.Duration{}
 	rule := map[[2]string][]time.Duration{}
@@ -250,19 +276,24 @@ func query(base, expr string) (float64, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-// selfMetrics reads Prometheus's own /metrics: its resident memory and the rule group
-// iterations it missed.
-func (r *result) selfMetrics(base string) error {
+// self is what Prometheus's own /metrics say about it.
+type self struct {
+	rss, cpu, missed float64
+}
+
+// selfMetrics reads Prometheus's own /metrics: its resident memory, the CPU time it used and
+// the rule group iterations it missed.
+func selfMetrics(base string) (self, error) {
+	var s self
 	resp, err := client.Get(base + "/metrics")
 	if err != nil {
-		return err
+		return s, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		name, rest, _ := strings.Cut(line, " ")
+		name, rest, _ := strings.Cut(sc.Text(), " ")
 		metric, _, _ := strings.Cut(name, "{")
 		fields := strings.Fields(rest)
 		if len(fields) == 0 {
@@ -274,12 +305,14 @@ func (r *result) selfMetrics(base string) error {
 		}
 		switch metric {
 		case "process_resident_memory_bytes":
-			r.rssBytes = v
+			s.rss = v
+		case "process_cpu_seconds_total":
+			s.cpu = v
 		case "prometheus_rule_group_iterations_missed_total":
-			r.missed += v
+			s.missed += v
 		}
 	}
-	return sc.Err()
+	return s, sc.Err()
 }
 
 func getJSON(u string, into any) error {
@@ -315,7 +348,7 @@ func (r *result) print(w io.Writer, top int) {
 		r.headSeries, r.headSeries/depInst, r.stormwatchSeries, r.stormwatchSeries/depInst, r.recordedSeries)
 	fmt.Fprintf(w, "rule evaluation per cycle: %s in total over %d groups (%.3f ms per dependency-instance), mean of %d cycles; iterations missed: %.0f\n",
 		ms(total), len(r.groups), float64(total)/float64(time.Millisecond)/depInst, r.cycles, r.missed)
-	fmt.Fprintf(w, "prometheus RSS: %.0f MB\n\n", r.rssBytes/1e6)
+	fmt.Fprintf(w, "prometheus RSS: %.0f MB; prometheus CPU time per %s cycle (scraping, ingestion and rules): %s\n\n", r.rssBytes/1e6, r.interval, ms(r.cpuPerCycle))
 	fmt.Fprintf(w, "| group | mean | max |\n|---|---:|---:|\n")
 	for _, g := range r.groups {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", g.name, ms(g.mean), ms(g.max))
@@ -334,14 +367,14 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 // summary prints one line per run: N, rules, round, evaluation time per cycle, the most
 // expensive rule, head series per dependency-instance and RSS.
 func summary(w io.Writer, rs []*result) {
-	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | head series per dep.-instance | RSS |\n|---:|---|---:|---:|---:|---|---:|---:|\n")
+	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per cycle | head series per dep.-instance | RSS |\n|---:|---|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, r := range rs {
 		depInst := float64(r.n * r.m)
 		top := "–"
 		if len(r.ruleTimes) > 0 {
 			top = fmt.Sprintf("`%s` %s", r.ruleTimes[0].name, ms(r.ruleTimes[0].mean))
 		}
-		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %.1f | %.0f MB |\n", r.n, r.m, r.ruleFile, r.round,
-			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, r.headSeries/depInst, r.rssBytes/1e6)
+		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %.1f | %.0f MB |\n", r.n, r.m, r.ruleFile, r.round,
+			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), r.headSeries/depInst, r.rssBytes/1e6)
 	}
 }

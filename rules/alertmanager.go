@@ -140,7 +140,7 @@ func (r *resolved) alertmanagerConfig() amConfig {
 		GroupBy:  slices.Clone(r.groupBy),
 		Routes: []*amRoute{timed(&amRoute{
 			Receiver: ReceiverPage,
-			Matchers: []string{`severity="critical"`},
+			Matchers: []string{labelSeverity + `="critical"`},
 		}, pageTiming)},
 	}
 	c.Route.Routes = []*amRoute{timed(ours, ticketTiming)}

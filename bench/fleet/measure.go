@@ -29,6 +29,9 @@ type result struct {
 	recordedSeries        float64 // the recording rules' series
 	rssBytes              float64
 	cpuPerCycle           time.Duration // Prometheus's CPU time per interval while measuring
+	cpuPerRound           time.Duration // its CPU time while measuring ÷ the mean evaluations per group
+	evaluationsPerGroup   float64       // evaluations per group while measuring (mean)
+	window                time.Duration // how long the measurement lasted
 	missed                float64       // prometheus_rule_group_iterations_missed_total, summed
 	groups                []timing
 	ruleTimes             []timing
@@ -104,7 +107,11 @@ func measure(ctx context.Context, o options, n int, prom, ruleFile, dir string) 
 		return nil, err
 	}
 	r.rssBytes, r.missed = after.rss, after.missed
-	r.cpuPerCycle = seconds((after.cpu - before.cpu) * float64(o.interval) / float64(time.Since(from)))
+	r.window = time.Since(from)
+	r.cpuPerCycle = seconds((after.cpu - before.cpu) * float64(o.interval) / float64(r.window))
+	if r.evaluationsPerGroup > 0 {
+		r.cpuPerRound = seconds((after.cpu - before.cpu) / r.evaluationsPerGroup)
+	}
 	if err := r.series(srv.URL); err != nil {
 		return nil, err
 	}
@@ -207,6 +214,7 @@ func (r *result) evaluations(ctx context.Context, base string, o options, haveRu
 	r.cycles = o.cycles
 	for name, ds := range group {
 		r.groups = append(r.groups, summarize("", name, ds))
+		r.evaluationsPerGroup += float64(len(ds)) / float64(len(group))
 	}
 	for k, ds := range rule {
 		r.ruleTimes = append(r.ruleTimes, summarize(k[0], k[1], ds))
@@ -348,7 +356,8 @@ func (r *result) print(w io.Writer, top int) {
 		r.headSeries, r.headSeries/depInst, r.stormwatchSeries, r.stormwatchSeries/depInst, r.recordedSeries)
 	fmt.Fprintf(w, "rule evaluation per cycle: %s in total over %d groups (%.3f ms per dependency-instance), mean of %d cycles; iterations missed: %.0f\n",
 		ms(total), len(r.groups), float64(total)/float64(time.Millisecond)/depInst, r.cycles, r.missed)
-	fmt.Fprintf(w, "prometheus RSS: %.0f MB; prometheus CPU time per %s cycle (scraping, ingestion and rules): %s\n\n", r.rssBytes/1e6, r.interval, ms(r.cpuPerCycle))
+	fmt.Fprintf(w, "prometheus RSS: %.0f MB; prometheus CPU time (scraping, ingestion and rules) per %s of wall time: %s (%.0f%% of a core); per evaluation round: %s (%s of measurement, %.1f evaluations per group)\n\n",
+		r.rssBytes/1e6, r.interval, ms(r.cpuPerCycle), 100*float64(r.cpuPerCycle)/float64(r.interval), ms(r.cpuPerRound), r.window.Round(time.Second), r.evaluationsPerGroup)
 	fmt.Fprintf(w, "| group | mean | max |\n|---|---:|---:|\n")
 	for _, g := range r.groups {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", g.name, ms(g.mean), ms(g.max))
@@ -367,14 +376,14 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 // summary prints one line per run: N, rules, round, evaluation time per cycle, the most
 // expensive rule, head series per dependency-instance and RSS.
 func summary(w io.Writer, rs []*result) {
-	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per cycle | head series per dep.-instance | RSS |\n|---:|---|---:|---:|---:|---|---:|---:|---:|\n")
+	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per interval | CPU per evaluation round | head series per dep.-instance | RSS |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		depInst := float64(r.n * r.m)
 		top := "–"
 		if len(r.ruleTimes) > 0 {
 			top = fmt.Sprintf("`%s` %s", r.ruleTimes[0].name, ms(r.ruleTimes[0].mean))
 		}
-		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %.1f | %.0f MB |\n", r.n, r.m, r.ruleFile, r.round,
-			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), r.headSeries/depInst, r.rssBytes/1e6)
+		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %s | %.1f | %.0f MB |\n", r.n, r.m, r.ruleFile, r.round,
+			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), ms(r.cpuPerRound), r.headSeries/depInst, r.rssBytes/1e6)
 	}
 }

@@ -20,7 +20,7 @@ build:
 
 ## test: everything CI checks (formatting, vet, race-enabled unit tests, generated-rule checks).
 ## It needs promtool only (not the Prometheus server, which `make e2e` uses).
-test: tools-promtool lint unit rules-matrix generated-check conformance grpcx otelx install-check
+test: tools-promtool lint unit rules-matrix generated-check conformance grpcx otelx install-check alertmanager-check
 
 lint: fmt-check vet tidy-check
 
@@ -96,7 +96,7 @@ otelx:
 ## scenarios (wall clock), the demo on Prometheus with the demo profile,
 ## `stormwatch demo --prometheus`, and the OpenTelemetry bridge pushing OTLP to Prometheus's
 ## OTLP receiver (collector/otelx).
-e2e: tools-prometheus
+e2e: tools-prometheus tools-alertmanager
 	$(GO) test -tags e2e -count=1 -timeout 3m -v ./e2e/
 	$(GO) test -tags e2e -count=1 -timeout 12m -v ./cmd/stormwatch/internal/demo/e2e/
 	cd collector/otelx && $(GO) test -tags e2e -count=1 -timeout 3m -v -run OnRealPrometheus ./...
@@ -128,6 +128,12 @@ tools-promtool:
 
 tools-prometheus:
 	@scripts/install-tools.sh prometheus
+
+tools-amtool:
+	@scripts/install-tools.sh amtool
+
+tools-alertmanager:
+	@scripts/install-tools.sh alertmanager
 
 ## bench: library benchmarks and peer comparisons (separate module under bench/).
 bench:
@@ -194,3 +200,27 @@ e2e-victoriametrics: tools-victoriametrics
 	$(GO) vet -tags e2e ./e2e/victoriametrics/
 	$(GO) test -tags e2e -count=1 -timeout 5m -v ./e2e/victoriametrics/
 e2e: e2e-victoriametrics
+## alertmanager-check: amtool 0.35 checks the generated Alertmanager fragment: check-config on
+## the fragment and on a configuration that embeds it, and `amtool config routes test`, one
+## case per alert (which receiver it reaches). In `make unit` these tests skip without bin/amtool.
+.PHONY: alertmanager-check tools-amtool tools-alertmanager
+alertmanager-check: tools-amtool
+	@test -x $(BIN)/amtool || { echo "$(BIN)/amtool missing: run 'make tools-amtool' (scripts/install-tools.sh amtool)"; exit 1; }
+	$(GO) test -count=1 -run 'Amtool' ./rules/
+
+## bench-fleet: not in `make test` — what the rules cost Prometheus at fleet scale: N
+## dependencies (retry around a breaker, every path run) per exporter, a real Prometheus 3.16
+## scraping and evaluating every 5s, after a 5m30s warm-up: head series, per-group and per-rule
+## evaluation time (mean of 6 cycles), missed iterations, Prometheus RSS; about 6 minutes per N,
+## on loopback. FLEET_RULES=file measures another rule file (default: the generated defaults);
+## FLEET_RULES=before.yaml,after.yaml FLEET_ARGS='-rounds 2' interleaves a comparison (ABBA);
+## FLEET_ARGS passes other flags (e.g. -m 4 exporters, -warmup 1m, -top 15; see bench/fleet).
+FLEET_N     ?= 500,2000
+FLEET_RULES ?=
+FLEET_ARGS  ?=
+fleet_comma := ,
+fleet_space := $(subst ,, )
+.PHONY: bench-fleet
+bench-fleet: tools-prometheus
+	cd bench && $(GO) run ./fleet -prometheus $(PROMETHEUS) -n $(FLEET_N) \
+		$(if $(FLEET_RULES),-rules $(subst $(fleet_space),$(fleet_comma),$(abspath $(subst $(fleet_comma),$(fleet_space),$(FLEET_RULES))))) $(FLEET_ARGS)

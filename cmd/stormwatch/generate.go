@@ -21,6 +21,8 @@ const (
 	sloRulesFile    = "stormwatch-slo-rules.yaml"
 	sloManifestFile = "stormwatch-slo-prometheusrule.yaml"
 	sloTestsFile    = "stormwatch-slo-rules.test.yaml"
+	// The Alertmanager configuration fragment: routes and inhibit rules for the alerts.
+	alertmanagerFile = "stormwatch-alertmanager.yaml"
 )
 
 // outFile is one file to write, relative to the output directory.
@@ -43,6 +45,15 @@ var targets = []target{
 	{"runbooks", "one Markdown runbook per alert under " + rules.RunbookDir + "/", genRunbooks},
 	{"dashboards", "Grafana dashboards under " + dashboards.Dir + "/ (and the SLOs dashboard when the config has slos)", genDashboards},
 	{"mixin", "jsonnet monitoring mixin " + mixinFile + " (_config, prometheusRules, prometheusAlerts, grafanaDashboards)", genMixin},
+	{"alertmanager", "Alertmanager configuration fragment " + alertmanagerFile + ": routes grouped per dependency, inhibit rules", genAlertmanager},
+}
+
+func genAlertmanager(c *config) ([]outFile, error) {
+	b, err := rules.GenerateAlertmanager(c.rules)
+	if err != nil {
+		return nil, err
+	}
+	return []outFile{{alertmanagerFile, b}}, nil
 }
 
 func targetNames() []string {

@@ -115,7 +115,8 @@ func TestGenerateDefaults(t *testing.T) {
 	assert.Contains(t, files, "runbooks/CircuitBreakerStuckOpen/README.md")
 	assert.Contains(t, files, "dashboards/stormwatch-overview.json")
 	assert.Contains(t, files, mixinFile)
-	assert.Len(t, files, 2+13+len(defaultDashboardFiles(t))+1) // rules, tests, runbooks, dashboards, mixin
+	assert.Contains(t, files, alertmanagerFile)
+	assert.Len(t, files, 3+13+len(defaultDashboardFiles(t))+1) // rules, tests, Alertmanager fragment, runbooks, dashboards, mixin
 	assert.Contains(t, res.stdout, fmt.Sprintf("wrote %d files", len(files)))
 
 	out := filepath.Join(dir, "out")
@@ -312,7 +313,7 @@ func TestUsageAndRuntimeErrors(t *testing.T) {
 	}{
 		{nil, 2, "usage: stormwatch"},
 		{[]string{"frobnicate"}, 2, `stormwatch: unknown command "frobnicate"`},
-		{[]string{"generate", "everything"}, 2, `stormwatch generate: target = "everything": unknown target (want one of all, rules, tests, runbooks, dashboards, mixin)` + "\n"},
+		{[]string{"generate", "everything"}, 2, `stormwatch generate: target = "everything": unknown target (want one of all, rules, tests, runbooks, dashboards, mixin, alertmanager)` + "\n"},
 		{[]string{"generate", "rules", "tests"}, 2, `stormwatch generate: arguments = [tests]: unexpected after the target "rules" (one target at most)` + "\n"},
 		{[]string{"generate", "--bogus"}, 2, "stormwatch generate: flag provided but not defined: -bogus (run 'stormwatch generate -h' for usage)\n"},
 		{[]string{"generate", "-o"}, 2, "stormwatch generate: flag needs an argument: -o (run 'stormwatch generate -h' for usage)\n"},

@@ -229,5 +229,9 @@ func (e *LimitedError) Unwrap() error { return e.Err }
 // Rejected reports true: the call was refused by stormwatch itself, without running.
 func (e *LimitedError) Rejected() bool { return true }
 
+// FallbackCause returns catalog.CauseBulkheadFull: a fallback that answers a full bulkhead
+// answers a reached concurrency limit too (both refuse a call because too many run).
+func (e *LimitedError) FallbackCause() (catalog.Cause, bool) { return catalog.CauseBulkheadFull, true }
+
 // RetryAfterHint returns RetryAfter.
 func (e *LimitedError) RetryAfterHint() time.Duration { return e.RetryAfter }

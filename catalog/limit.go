@@ -83,3 +83,50 @@ func (k ThrottleKind) String() string { return name(throttleKindNames, int(k), "
 
 // MarshalText returns the label value.
 func (k ThrottleKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// The limiter's and the throttle's catalog entries.
+var (
+	LimiterLimit = Metric{Limiter, "limit", Gauge,
+		"Current adaptive concurrency limit.",
+		UnitCalls, labels(), nil}
+	LimiterMinLimit = Metric{Limiter, "min_limit", Gauge,
+		"Configured lower bound of the adaptive concurrency limit.",
+		UnitCalls, labels(), nil}
+	LimiterInflight = Metric{Limiter, "inflight_calls", Gauge,
+		"Calls holding a limiter permit.",
+		UnitCalls, labels(), nil}
+	LimiterQueued = Metric{Limiter, "queued_calls", Gauge,
+		"Callers queued for a limiter permit.",
+		UnitCalls, labels(), nil}
+	LimiterBaselineLatency = Metric{Limiter, "baseline_latency_seconds", Gauge,
+		"The limiter's no-load latency estimate: the lowest window average, raised only from windows its own load cannot explain.",
+		UnitSeconds, labels(), nil}
+	LimiterSampleLatency = Metric{Limiter, "sample_latency_seconds", Gauge,
+		"Average latency of the calls in the limiter's last closed window.",
+		UnitSeconds, labels(), nil}
+	LimiterCalls = Metric{Limiter, "calls_total", Counter,
+		"Limiter admission decisions.",
+		UnitCalls, labels(Label{LabelKind, Names(Admissions[:])}), nil}
+	LimiterRejections = Metric{Limiter, "rejections_total", Counter,
+		"Calls rejected by the limiter, by reason.",
+		UnitCalls, labels(Label{LabelReason, Names(LimitReasons[:])}), nil}
+	LimiterSamples = Metric{Limiter, "samples_total", Counter,
+		"Admitted calls by what they taught the limiter: a latency, an overload signal (dropped) or nothing (ignored).",
+		UnitCalls, labels(Label{LabelKind, Names(SampleKinds[:])}), nil}
+
+	ThrottleProbability = Metric{Throttle, "rejection_probability", Gauge,
+		"Client-side throttle: probability (0..1) with which a new request is shed, max(0, (requests − K·accepts)/(requests + 1)) over the window.",
+		UnitRatio, labels(), nil}
+	ThrottleCalls = Metric{Throttle, "calls_total", Counter,
+		"Client-side throttle: requests accepted or refused by the dependency, and requests shed locally (throttled).",
+		UnitCalls, labels(Label{LabelKind, Names(ThrottleKinds[:])}), nil}
+)
+
+// limitMetrics lists the limiter's and the throttle's entries in catalog order.
+func limitMetrics() []Metric {
+	return []Metric{
+		LimiterLimit, LimiterMinLimit, LimiterInflight, LimiterQueued, LimiterBaselineLatency,
+		LimiterSampleLatency, LimiterCalls, LimiterRejections, LimiterSamples,
+		ThrottleProbability, ThrottleCalls,
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/dashboards"
+	"github.com/stormwatch-go/stormwatch/rules"
 )
 
 // bin is the stormwatch binary built by TestMain; the tests run it as users do.
@@ -113,7 +114,7 @@ func TestGenerateDefaults(t *testing.T) {
 	assert.Contains(t, files, "runbooks/README.md")
 	assert.Contains(t, files, "runbooks/CircuitBreakerStuckOpen/README.md")
 	assert.Contains(t, files, "dashboards/stormwatch-overview.json")
-	assert.Len(t, files, 2+13+len(defaultDashboardFiles(t)))
+	assert.Len(t, files, 2+len(rules.AlertNames())+1+len(defaultDashboardFiles(t))) // rules, tests, a runbook per alert and the index
 	assert.Contains(t, res.stdout, fmt.Sprintf("wrote %d files", len(files)))
 
 	promtool, err := filepath.Abs("../../bin/promtool")
@@ -165,7 +166,7 @@ func TestGenerateTargetsAndFormat(t *testing.T) {
 			require.Equal(t, 0, res.code, res.stderr)
 			files := listFiles(t, filepath.Join(dir, "out"))
 			if tc.want == nil {
-				require.Len(t, files, 13)
+				require.Len(t, files, len(rules.AlertNames())+1)
 				for _, f := range files {
 					assert.True(t, strings.HasPrefix(f, "runbooks/"), f)
 				}

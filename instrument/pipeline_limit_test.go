@@ -122,4 +122,3 @@ func TestPipelineThrottleShedsWithoutHoldingAPermit(t *testing.T) {
 type zeroRand struct{}
 
 func (zeroRand) Float64() float64 { return 0 }
-

@@ -47,7 +47,7 @@
 //
 //	err := l.Do(ctx, func(ctx context.Context) error { ... })
 //	v, err := limit.Call(ctx, l, func(ctx context.Context) (T, error) { ... })
-//	p, err := l.Acquire(ctx); if err == nil { defer p.Finish(ctx, callErr) ... }
+//	p, err := l.Acquire(ctx); if err == nil { err = call(ctx); p.Finish(ctx, err) } // two-step
 //
 // The path below the limit is a few atomic operations and two clock readings; it allocates
 // nothing. A mutex is taken only by callers that queue and once per window to move the limit.

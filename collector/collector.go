@@ -33,6 +33,10 @@
 //   - bulkhead: max_concurrent_calls, inflight_calls, the permitted and rejected admissions
 //     (aborted once counted), the wait histogram.
 //   - timeout: successful, failed and timed_out (aborted once counted); fallback: every cause.
+//   - adaptive limiter (opt-in, instrument/limit): every series from the start, 16 per limiter —
+//     limit, min_limit, inflight_calls, queued_calls, baseline and sample latency, the three
+//     admissions, the four rejection reasons, the three sample kinds; client-side throttle: the
+//     rejection probability and its three kinds, 4 per throttle.
 //
 // These decisions are [Policy]'s, which exporters of the catalog other than this collector (the
 // OpenTelemetry bridge, module collector/otelx) apply too, so that both export the same series.
@@ -130,6 +134,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Collector, error) {
 		newTimeoutPart(c),
 		newFallbackPart(c),
 		newRetryPart(c),
+		newLimitPart(c),
 	}
 	return c, nil
 }

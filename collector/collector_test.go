@@ -36,7 +36,9 @@ func TestOverflowCounterStartsAtZeroForEveryPrimitive(t *testing.T) {
 resilience_registry_overflow_total{primitive="bulkhead"} 0
 resilience_registry_overflow_total{primitive="circuitbreaker"} 0
 resilience_registry_overflow_total{primitive="fallback"} 0
+resilience_registry_overflow_total{primitive="limiter"} 0
 resilience_registry_overflow_total{primitive="retry"} 0
+resilience_registry_overflow_total{primitive="throttle"} 0
 resilience_registry_overflow_total{primitive="timeout"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), "resilience_registry_overflow_total"))

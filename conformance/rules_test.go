@@ -245,7 +245,7 @@ func TestRuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 					}
 				}
 			}
-			assert.Equal(t, 23, n)
+			assert.Equal(t, 28, n) // the recording rules and default alerts (23), and the 5 limiter and throttle alerts
 		})
 	}
 }

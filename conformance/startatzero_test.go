@@ -27,7 +27,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
@@ -47,7 +49,8 @@ type exposedSeries struct {
 }
 
 // freshExposition gathers the default collector of a registry holding one dependency behind a
-// full pipeline (slow-call detection on, a retry budget, a queueing bulkhead), before any call.
+// full pipeline (slow-call detection on, a retry budget, a queueing bulkhead, an adaptive limiter
+// and a throttle), before any call.
 func freshExposition(t *testing.T) []exposedSeries {
 	t.Helper()
 	reg, err := instrument.NewRegistry()
@@ -58,6 +61,8 @@ func freshExposition(t *testing.T) []exposedSeries {
 		Bulkhead: &bulkhead.Config{MaxWait: 100 * time.Millisecond},
 		Timeout:  &timeout.Config{},
 		Fallback: &fallback.Config{},
+		Limit:    &limit.Config{},
+		Throttle: &throttle.Config{},
 	})
 	require.NoError(t, err)
 	c, err := collector.New(reg)

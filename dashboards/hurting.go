@@ -37,6 +37,7 @@ const (
 	colRetryRate = "Retry rate"
 	colDenials   = "Budget denials"
 	colFallbacks = "Fallbacks"
+	colLimited   = "Limiter rejected"
 )
 
 // hurtingColumn is one value column of the table: a query returning one series per
@@ -108,6 +109,16 @@ func hurtingTable(r resolved, q promql, depUID string) *table.PanelBuilder {
 			expr:  sumBy(by, q.rate(catalog.FallbackCalls)),
 			unit:  units.OpsPerSecond,
 		},
+		{
+			title: colLimited,
+			expr: ratio(sumBy(by, q.rate(catalog.LimiterCalls, eq(catalog.LabelKind, catalog.AdmissionRejected.String()))),
+				sumBy(by, q.rate(catalog.LimiterCalls))),
+			unit: units.PercentUnit,
+			overrides: []dashboard.DynamicConfigValue{
+				{Id: "thresholds", Value: thresholdsConfig(colorGreen, step{0.01, colorOrange}, step{0.1, colorRed})},
+				{Id: "custom.cellOptions", Value: map[string]any{"type": string(common.TableCellDisplayModeColorText)}},
+			},
+		},
 	}
 
 	targets := make([]cog.Builder[variants.Dataquery], len(cols))
@@ -144,7 +155,7 @@ func hurtingTable(r resolved, q promql, depUID string) *table.PanelBuilder {
 			"then by breaker rejection ratio and retry rate. " + colBreaker + ": the worst state across the instances (forced open counts as open; " +
 			"disabled and metrics-only as closed). " + colNotClosed + ": since the oldest current trip; " + colCause + ": the cause of that trip " +
 			"(slow_call_rate: the dependency answers, but too slowly). " + colRejected + ": calls the breaker rejected, of all calls. " +
-			colRetryRate + ": extra attempts per logical call. Rates over $__rate_interval. Click a row for the dependency's own dashboard.").
+			colRetryRate + ": extra attempts per logical call. " + colLimited + ": calls the adaptive concurrency limiter rejected, of its admission decisions. Rates over $__rate_interval. Click a row for the dependency's own dashboard.").
 		Datasource(datasourceRef()).
 		Targets(targets).
 		Height(graphHeight).

@@ -152,13 +152,14 @@ func TestWhoIsHurtingTable(t *testing.T) {
 			exprs = append(exprs, pq.Expr)
 			assert.Contains(t, pq.Expr, "by ("+tc.by+")", "one row per dependency")
 		}
-		require.Len(t, exprs, 6)
+		require.Len(t, exprs, 7)
 		assert.Contains(t, exprs[0], `state=~"open|forced_open"`, "breaker state")
 		assert.Contains(t, exprs[1], "time() - bottomk by ("+tc.by+") (1, min by ("+tc.by+", cause)", "time since the oldest trip, with its cause")
 		assert.Contains(t, exprs[2], "not_permitted_calls_total", "rejection ratio")
 		assert.Contains(t, exprs[3], "retry_attempts_total", "retry rate")
 		assert.Contains(t, exprs[4], "retry_budget_denied_total", "budget denials")
 		assert.Contains(t, exprs[5], "fallback_calls_total", "fallback rate")
+		assert.Contains(t, exprs[6], `limiter_calls_total{kind="rejected"`, "limiter rejection ratio")
 
 		require.Len(t, first.Transformations, 2)
 		assert.Equal(t, "merge", first.Transformations[0].Id)
@@ -167,7 +168,7 @@ func TestWhoIsHurtingTable(t *testing.T) {
 		rename := org["renameByName"].(map[string]any)
 		assert.Equal(t, map[string]any{
 			"Value #A": colBreaker, "Value #B": colNotClosed, "cause": colCause, "Value #C": colRejected,
-			"Value #D": colRetryRate, "Value #E": colDenials, "Value #F": colFallbacks,
+			"Value #D": colRetryRate, "Value #E": colDenials, "Value #F": colFallbacks, "Value #G": colLimited,
 		}, rename)
 
 		opts := first.Options.(*table.Options)
@@ -190,7 +191,7 @@ func TestWhoIsHurtingTable(t *testing.T) {
 			}
 		}
 		assert.Equal(t, map[string]string{colBreaker: "none", colNotClosed: "s", colRejected: "percentunit", colRetryRate: "percentunit",
-			colDenials: "ops", colFallbacks: "ops"}, units)
+			colDenials: "ops", colFallbacks: "ops", colLimited: "percentunit"}, units)
 	}
 }
 

@@ -21,7 +21,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
@@ -200,6 +202,18 @@ var metricSeries = map[string]seriesFunc{
 	}),
 
 	catalog.FallbackCalls.FullName(""): all(catalog.Causes[:]),
+
+	catalog.LimiterLimit.FullName(""):           always,
+	catalog.LimiterMinLimit.FullName(""):        always,
+	catalog.LimiterInflight.FullName(""):        always,
+	catalog.LimiterQueued.FullName(""):          always,
+	catalog.LimiterBaselineLatency.FullName(""): always,
+	catalog.LimiterSampleLatency.FullName(""):   always,
+	catalog.LimiterCalls.FullName(""):           all(catalog.Admissions[:]),
+	catalog.LimiterRejections.FullName(""):      all(catalog.LimitReasons[:]),
+	catalog.LimiterSamples.FullName(""):         all(catalog.SampleKinds[:]),
+	catalog.ThrottleProbability.FullName(""):    always,
+	catalog.ThrottleCalls.FullName(""):          all(catalog.ThrottleKinds[:]),
 
 	catalog.RegistryOverflow.FullName(""): func(collector.Policy, *history) []string {
 		out := make([]string, len(catalog.Primitives))
@@ -553,6 +567,10 @@ func TestMetricsPageFreshSeriesMatchTheCollector(t *testing.T) {
 		_, err = reg.Timeout("docs", timeout.Config{})
 		require.NoError(t, err)
 		_, err = reg.Fallback("docs", fallback.Config{})
+		require.NoError(t, err)
+		_, err = reg.Limiter("docs", limit.Config{})
+		require.NoError(t, err)
+		_, err = reg.Throttle("docs", throttle.Config{})
 		require.NoError(t, err)
 		var opts []collector.Option
 		if full {

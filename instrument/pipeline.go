@@ -10,7 +10,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
@@ -78,6 +80,10 @@ type PipelineConfig struct {
 	// given per call ([CallWithFallback], [Pipeline.DoWithFallback]); calls that give none
 	// skip the layer.
 	Fallback *fallback.Config
+	// Limit configures the adaptive concurrency limit of attempts, and Throttle the client-side
+	// throttle; both sit between the breaker and the bulkhead (see pipeline_limit.go's order).
+	Limit    *limit.Config
+	Throttle *throttle.Config
 }
 
 // Validate checks the configuration as [Registry.Pipeline] does, without creating anything: the
@@ -157,6 +163,16 @@ func (c PipelineConfig) validateLayers(name string) error {
 			return layer("Fallback", err)
 		}
 	}
+	if c.Limit != nil {
+		if _, err := limit.New(name, *c.Limit); err != nil {
+			return layer("Limit", err)
+		}
+	}
+	if c.Throttle != nil {
+		if _, err := throttle.New(name, *c.Throttle); err != nil {
+			return layer("Throttle", err)
+		}
+	}
 	return nil
 }
 
@@ -194,6 +210,8 @@ type Pipeline struct {
 	bulkhead *bulkhead.Bulkhead
 	timeout  *timeout.Timeout
 	fallback *fallback.Fallback
+	limiter  *limit.Limiter
+	throttle *throttle.Throttle
 	overflow bool
 }
 
@@ -248,6 +266,18 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 		}
 		p.overflow = p.overflow || p.fallback.Name() != name
 	}
+	if cfg.Limit != nil {
+		if p.limiter, err = r.Limiter(name, *cfg.Limit); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.limiter.Name() != name
+	}
+	if cfg.Throttle != nil {
+		if p.throttle, err = r.Throttle(name, *cfg.Throttle); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.throttle.Name() != name
+	}
 	return p, nil
 }
 
@@ -259,7 +289,9 @@ func (c PipelineConfig) createsAny(r *Registry, name string) bool {
 		(c.Breaker != nil && wouldCreate(familyOf[*breaker.Breaker](r, catalog.CircuitBreaker), name)) ||
 		(c.Bulkhead != nil && wouldCreate(familyOf[*bulkhead.Bulkhead](r, catalog.Bulkhead), name)) ||
 		(c.Timeout != nil && wouldCreate(familyOf[*timeout.Timeout](r, catalog.Timeout), name)) ||
-		(c.Fallback != nil && wouldCreate(familyOf[*fallback.Fallback](r, catalog.Fallback), name))
+		(c.Fallback != nil && wouldCreate(familyOf[*fallback.Fallback](r, catalog.Fallback), name)) ||
+		(c.Limit != nil && wouldCreate(familyOf[*limit.Limiter](r, catalog.Limiter), name)) ||
+		(c.Throttle != nil && wouldCreate(familyOf[*throttle.Throttle](r, catalog.Throttle), name))
 }
 
 // wouldCreate reports whether f.get(name, …) would call its create function.
@@ -428,6 +460,7 @@ func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f 
 func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T], withBreaker bool) (v T, err error) {
 	var (
 		permit    breaker.Permit  // the zero Permit ignores Done
+		lp        limit.Permit    // the zero Permit ignores Release/Drop/Ignore
 		release   bulkhead.Permit // the zero Permit ignores Done
 		ta        timeout.Attempt
 		timed     bool
@@ -442,6 +475,7 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.
 			ta.Done(errPanicked) // counted as failed (timed_out if its deadline had fired)
 		}
 		release.Done()
+		lp.Ignore()
 		permit.Done(context.Canceled)
 	}()
 	if withBreaker && p.breaker != nil {
@@ -450,10 +484,18 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.
 			return v, err
 		}
 	}
+	if p.limiter != nil || p.throttle != nil {
+		if lp, err = p.acquireAdaptive(ctx); err != nil {
+			completed = true
+			permit.Done(err) // the call never ran: ignored by the breaker (rejected or cancelled)
+			return v, err
+		}
+	}
 	if p.bulkhead != nil {
 		r, berr := p.bulkhead.Acquire(ctx)
 		if berr != nil {
 			completed = true
+			lp.Ignore()
 			permit.Done(berr) // the call never ran: ignored by the breaker (rejected or cancelled)
 			return v, berr
 		}
@@ -480,6 +522,9 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.
 	}
 	completed = true
 	release.Done()
+	if p.limiter != nil || p.throttle != nil {
+		p.finishAdaptive(lp, err)
+	}
 	permit.Done(err)
 	return v, err
 }

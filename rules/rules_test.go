@@ -24,6 +24,7 @@ func TestDefaultAlertsMatchSpec(t *testing.T) {
 		"CircuitBreakerStuckOpen", "CircuitBreakerFlapping", "CircuitBreakerOpenFleetWide", "CircuitBreakerRejectingCalls",
 		"RetryRateHigh", "RetryRateSpike", "RetryBudgetExhausted", "RetriesNotRescuing",
 		"BulkheadRejectionsHigh", "BulkheadSaturated", "FallbackSustained", "SlowCallRateHigh",
+		"LimiterPinnedAtMinimum", "LimiterSaturated", "LimiterRejectionsHigh", "LimiterBaselineDrifting", "ThrottleShedding",
 	}
 	assert.ElementsMatch(t, want, AlertNames())
 	for _, name := range AlertNames() {
@@ -110,7 +111,8 @@ func TestMixtoolConventions(t *testing.T) {
 func TestPerInstanceAlertsKeepInstance(t *testing.T) {
 	groups, err := Groups(Config{})
 	require.NoError(t, err)
-	perInstance := map[string]bool{AlertStuckOpen: true, AlertFlapping: true, AlertSlowCallRateHigh: true}
+	perInstance := map[string]bool{AlertStuckOpen: true, AlertFlapping: true, AlertSlowCallRateHigh: true,
+		AlertLimiterPinnedAtMinimum: true, AlertLimiterBaselineDrift: true}
 	for _, g := range groups {
 		for _, rl := range g.Rules {
 			if rl.Alert == "" {

@@ -55,6 +55,9 @@ func (c *scenario) value(tracks []*track, at time.Duration) float64 {
 		return sumIncrease(tracks, at, flappingWindow, catalog.BreakerTransitions,
 			catalog.LabelFrom, catalog.StateClosed.String(), catalog.LabelTo, catalog.StateOpen.String())
 	}
+	if v, ok := limitValue(c, tracks, at); ok {
+		return v
+	}
 	panic("rules: no value for the checks of " + c.sp.name)
 }
 

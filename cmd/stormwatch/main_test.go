@@ -20,6 +20,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
+	"github.com/stormwatch-go/stormwatch/rules"
 )
 
 // bin is the stormwatch binary built by TestMain; the tests run it as users do.
@@ -116,7 +117,7 @@ func TestGenerateDefaults(t *testing.T) {
 	assert.Contains(t, files, "dashboards/stormwatch-overview.json")
 	assert.Contains(t, files, mixinFile)
 	assert.Contains(t, files, alertmanagerFile)
-	assert.Len(t, files, 3+13+len(defaultDashboardFiles(t))+1) // rules, tests, Alertmanager fragment, runbooks, dashboards, mixin
+	assert.Len(t, files, 3+len(rules.AlertNames())+1+len(defaultDashboardFiles(t))+1) // rules, tests, Alertmanager fragment, a runbook per alert and the index, dashboards, mixin
 	assert.Contains(t, res.stdout, fmt.Sprintf("wrote %d files", len(files)))
 
 	out := filepath.Join(dir, "out")
@@ -163,7 +164,7 @@ func TestGenerateTargetsAndFormat(t *testing.T) {
 			require.Equal(t, 0, res.code, res.stderr)
 			files := listFiles(t, filepath.Join(dir, "out"))
 			if tc.want == nil {
-				require.Len(t, files, 13)
+				require.Len(t, files, len(rules.AlertNames())+1)
 				for _, f := range files {
 					assert.True(t, strings.HasPrefix(f, "runbooks/"), f)
 				}

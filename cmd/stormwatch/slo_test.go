@@ -101,7 +101,7 @@ func TestGenerateWithSLOs(t *testing.T) {
 	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json", "dashboards/.lint"} {
 		assert.Contains(t, files, f)
 	}
-	assert.Len(t, files, 5+14+len(defaultDashboardFiles(t))+3) // + the Alertmanager fragment, the SLOs dashboard, its dashboard-linter exclusions, the mixin
+	assert.Len(t, files, 5+len(rules.AlertNames())+2+len(defaultDashboardFiles(t))+3) // + the Alertmanager fragment, the SLO runbook and the index, the SLOs dashboard, its linter exclusions, the mixin
 	plain, err := os.ReadFile(filepath.Join(out, rulesFile))
 	require.NoError(t, err)
 	assert.NotContains(t, string(plain), rules.GroupSLOPrefix, "the default rule file is the same with or without SLOs")

@@ -15,7 +15,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
 
@@ -49,6 +51,7 @@ type Bridge struct {
 	timeouts  map[*timeout.Timeout]*timeoutAttrs
 	fallbacks map[*fallback.Fallback]*fallbackAttrs
 	overflow  [][]metric.ObserveOption // by index in catalog.Primitives
+	limitMaps                          // limiters and throttles (limit.go)
 }
 
 // Option configures a Bridge.
@@ -136,6 +139,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Bridge, error) {
 		bulkheads: map[*bulkhead.Bulkhead]*bulkheadAttrs{},
 		timeouts:  map[*timeout.Timeout]*timeoutAttrs{},
 		fallbacks: map[*fallback.Fallback]*fallbackAttrs{},
+		limitMaps: limitMaps{limiters: map[*limit.Limiter]*limitAttrs{}, throttles: map[*throttle.Throttle]*limitAttrs{}},
 	}
 	for i, o := range opts {
 		if o == nil {

@@ -21,6 +21,8 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector/internal/history"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 )
 
 // series is one series as Prometheus stores it, by either path: a value, or a histogram.
@@ -266,6 +268,22 @@ func TestSameSeriesAndValuesAsThePrometheusCollector(t *testing.T) {
 	t.Run("fresh", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
 	h.EveryPath()
 	t.Run("every path", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
+
+	// An adaptive limiter with a permit held, one rejection and one measured call, and a
+	// throttle that saw one accepted request.
+	l, err := h.Registry().Limiter("payments", limit.Config{InitialLimit: 1, MaxLimit: 1, Clock: h.Clock()})
+	require.NoError(t, err)
+	held, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	_, err = l.Acquire(context.Background())
+	require.ErrorIs(t, err, limit.ErrLimited)
+	held.Release()
+	_, err = l.Acquire(context.Background())
+	require.NoError(t, err)
+	th, err := h.Registry().Throttle("payments", throttle.Config{Clock: h.Clock()})
+	require.NoError(t, err)
+	require.NoError(t, th.Do(context.Background(), func(context.Context) error { return nil }))
+	t.Run("limiter and throttle", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
 }
 
 var _ = fmt.Sprint

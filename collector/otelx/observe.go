@@ -24,6 +24,8 @@ type instruments struct {
 	bhCalls                      metric.Int64ObservableCounter
 
 	timeoutCalls, fallbackCalls, overflow metric.Int64ObservableCounter
+
+	lim limitInstruments // limit.go
 }
 
 // Register creates the bridge's observable instruments on mp's meter of scope [ScopeName] —
@@ -76,6 +78,7 @@ func (b *Bridge) Register(mp metric.MeterProvider) (metric.Registration, error) 
 	ins.timeoutCalls = counter(catalog.TimeoutCalls)
 	ins.fallbackCalls = counter(catalog.FallbackCalls)
 	ins.overflow = counter(catalog.RegistryOverflow)
+	ins.lim = newLimitInstruments(gauge, counter)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otelx: creating the instruments: %w", err)
 	}
@@ -98,6 +101,7 @@ func (b *Bridge) observe(o metric.Observer, ins *instruments) {
 	for i, p := range catalog.Primitives {
 		o.ObserveInt64(ins.overflow, int64(b.reg.OverflowCount(p)), b.overflow[i]...)
 	}
+	b.observeLimits(o, &ins.lim)
 	for _, nb := range b.reg.Breakers() {
 		sn := nb.Value.Snapshot()
 		ser := b.policy.Breaker(&sn)

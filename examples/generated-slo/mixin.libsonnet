@@ -256,6 +256,81 @@
         ]
       },
       {
+        "name": "stormwatch-limit",
+        "rules": [
+          {
+            "alert": "LimiterPinnedAtMinimum",
+            "annotations": {
+              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
+              "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has held its limit at {{ printf \"%.0f\" $value }}, its minimum, for 10m: the dependency is slow at any concurrency (an incident, or a lasting slowdown the limiter will not learn under full load), and most calls beyond the minimum are rejected.",
+              "runbook_url": "runbooks/LimiterPinnedAtMinimum",
+              "summary": "Adaptive limiter is pinned at its minimum."
+            },
+            "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_limit[5m]))\n\u003c= 1 * max by (job, name, instance) (last_over_time(resilience_limiter_min_limit[5m]))",
+            "for": "10m",
+            "labels": {
+              "severity": "warning"
+            }
+          },
+          {
+            "alert": "LimiterSaturated",
+            "annotations": {
+              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
+              "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) had {{ $value | humanizePercentage }} of its limit in use on average over the last 5m on its busiest instance (threshold 90%), for 10m: demand meets what the dependency can take, and the next burst is rejected.",
+              "runbook_url": "runbooks/LimiterSaturated",
+              "summary": "Adaptive limiter is running at its limit."
+            },
+            "expr": "max by (job, name) (\n  avg_over_time(resilience_limiter_inflight_calls[5m])\n/\n  (last_over_time(resilience_limiter_limit[5m]) \u003e 0)\n) \u003e 0.9",
+            "for": "10m",
+            "labels": {
+              "severity": "warning"
+            }
+          },
+          {
+            "alert": "LimiterRejectionsHigh",
+            "annotations": {
+              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
+              "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 5%), for 5m: offered load exceeds what the dependency serves at its normal latency.",
+              "runbook_url": "runbooks/LimiterRejectionsHigh",
+              "summary": "Adaptive limiter is rejecting calls."
+            },
+            "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\"}[5m]))\n/\nsum by (job, name) (rate(resilience_limiter_calls_total[5m]))\n\u003e 0.05\nand\nsum by (job, name) (rate(resilience_limiter_calls_total[5m])) \u003e= 0.1",
+            "for": "5m",
+            "labels": {
+              "severity": "warning"
+            }
+          },
+          {
+            "alert": "LimiterBaselineDrifting",
+            "annotations": {
+              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
+              "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) now takes {{ printf \"%.4g\" $value }} times its lowest baseline latency of the last 1h as normal (threshold 2), for 15m: the dependency became slower even under light load.",
+              "runbook_url": "runbooks/LimiterBaselineDrifting",
+              "summary": "Adaptive limiter has a rising latency baseline."
+            },
+            "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_baseline_latency_seconds[5m]))\n/\nmax by (job, name, instance) (min_over_time(resilience_limiter_baseline_latency_seconds[1h]) \u003e 0)\n\u003e 2",
+            "for": "15m",
+            "labels": {
+              "severity": "info"
+            }
+          },
+          {
+            "alert": "ThrottleShedding",
+            "annotations": {
+              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
+              "description": "Client-side throttle \"{{ $labels.name }}\" (job={{ $labels.job }}) sheds {{ $value | humanizePercentage }} of new requests locally, for 5m: the dependency refuses more than half of what is sent.",
+              "runbook_url": "runbooks/ThrottleShedding",
+              "summary": "Client-side throttle is shedding requests."
+            },
+            "expr": "max by (job, name) (last_over_time(resilience_throttle_rejection_probability[5m])) \u003e 0",
+            "for": "5m",
+            "labels": {
+              "severity": "warning"
+            }
+          }
+        ]
+      },
+      {
         "name": "stormwatch-slo-payments",
         "rules": [
           {
@@ -794,10 +869,22 @@
               "legendFormat": "__auto",
               "range": false,
               "refId": "F"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\", job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) / (sum by (job, name) (rate(resilience_limiter_calls_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0)",
+              "format": "table",
+              "instant": true,
+              "legendFormat": "__auto",
+              "range": false,
+              "refId": "G"
             }
           ],
           "title": "Who is hurting",
-          "description": "One row per dependency (job, name), worst first: open breakers, then half-open ones, then by breaker rejection ratio and retry rate. Breaker: the worst state across the instances (forced open counts as open; disabled and metrics-only as closed). Not closed for: since the oldest current trip; Trip cause: the cause of that trip (slow_call_rate: the dependency answers, but too slowly). Rejected: calls the breaker rejected, of all calls. Retry rate: extra attempts per logical call. Rates over $__rate_interval. Click a row for the dependency's own dashboard.",
+          "description": "One row per dependency (job, name), worst first: open breakers, then half-open ones, then by breaker rejection ratio and retry rate. Breaker: the worst state across the instances (forced open counts as open; disabled and metrics-only as closed). Not closed for: since the oldest current trip; Trip cause: the cause of that trip (slow_call_rate: the dependency answers, but too slowly). Rejected: calls the breaker rejected, of all calls. Retry rate: extra attempts per logical call. Limiter rejected: calls the adaptive concurrency limiter rejected, of its admission decisions. Rates over $__rate_interval. Click a row for the dependency's own dashboard.",
           "transparent": false,
           "datasource": {
             "type": "prometheus",
@@ -828,6 +915,7 @@
                   "Value #D": 6,
                   "Value #E": 7,
                   "Value #F": 8,
+                  "Value #G": 9,
                   "cause": 4,
                   "job": 0,
                   "name": 1
@@ -839,6 +927,7 @@
                   "Value #D": "Retry rate",
                   "Value #E": "Budget denials",
                   "Value #F": "Fallbacks",
+                  "Value #G": "Limiter rejected",
                   "cause": "Trip cause"
                 }
               }
@@ -1047,6 +1136,44 @@
                   {
                     "id": "unit",
                     "value": "ops"
+                  }
+                ]
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "Limiter rejected"
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "percentunit"
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null
+                        },
+                        {
+                          "color": "orange",
+                          "value": 0.01
+                        },
+                        {
+                          "color": "red",
+                          "value": 0.1
+                        }
+                      ]
+                    }
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-text"
+                    }
                   }
                 ]
               }
@@ -1856,7 +1983,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, name) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.5, sum by (job, name, le) (rate(resilience_circuitbreaker_call_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (job, name) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{name}} ({{job}}) p50",
               "range": true,
@@ -1867,7 +1994,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.95, sum by (job, name) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.95, sum by (job, name, le) (rate(resilience_circuitbreaker_call_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.95, sum by (job, name) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{name}} ({{job}}) p95",
               "range": true,
@@ -1878,7 +2005,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.99, sum by (job, name) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.99, sum by (job, name, le) (rate(resilience_circuitbreaker_call_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (job, name) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{name}} ({{job}}) p99",
               "range": true,
@@ -2500,26 +2627,15 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, name, source) (rate(resilience_retry_backoff_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "sum by (job, name, source) (rate(resilience_retry_backoff_seconds_sum{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) / (sum by (job, name, source) (rate(resilience_retry_backoff_seconds_count{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0) or histogram_avg(sum by (job, name, source) (rate(resilience_retry_backoff_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
-              "legendFormat": "{{name}} ({{job}}) {{source}} p50",
+              "legendFormat": "{{name}} ({{job}}) {{source}} mean",
               "range": true,
               "refId": "A"
-            },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}"
-              },
-              "expr": "histogram_quantile(0.95, sum by (job, name, source) (rate(resilience_retry_backoff_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
-              "instant": false,
-              "legendFormat": "{{name}} ({{job}}) {{source}} p95",
-              "range": true,
-              "refId": "B"
             }
           ],
           "title": "Backoff delays by source",
-          "description": "Median and 95th percentile of the delays actually waited before retries, by what set them: the backoff policy or the server's Retry-After.",
+          "description": "Mean delay actually waited before a retry, by what set it: the backoff policy or the server's Retry-After.",
           "transparent": false,
           "datasource": {
             "type": "prometheus",
@@ -2813,7 +2929,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "sum by (job, name, instance) (histogram_sum(rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "sum by (job, name, instance) (rate(resilience_bulkhead_wait_duration_seconds_sum{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) or histogram_avg(sum by (job, name, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) * (sum by (job, name, instance) (rate(resilience_bulkhead_calls_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0)",
               "instant": false,
               "legendFormat": "{{name}} ({{instance}})",
               "range": true,
@@ -3003,7 +3119,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.5, sum by (job, name, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{name}} ({{job}}) p50",
               "range": true,
@@ -3014,7 +3130,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.99, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.99, sum by (job, name, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{name}} ({{job}}) p99",
               "range": true,
@@ -3347,6 +3463,538 @@
             },
             "overrides": []
           }
+        },
+        {
+          "type": "row",
+          "collapsed": false,
+          "title": "Adaptive limits and throttles",
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 113
+          },
+          "id": 600,
+          "panels": []
+        },
+        {
+          "type": "timeseries",
+          "id": 601,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_limiter_limit{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}}) limit",
+              "range": true,
+              "refId": "A"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_limiter_inflight_calls{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}}) in flight",
+              "range": true,
+              "refId": "B"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_limiter_queued_calls{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}}) queued",
+              "range": true,
+              "refId": "C"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_limiter_min_limit{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}}) min",
+              "range": true,
+              "refId": "D"
+            }
+          ],
+          "title": "Limit vs in-flight",
+          "description": "The adaptive concurrency limit, the calls holding a permit, the callers queued and the configured minimum (dashed red). In-flight pressed against the limit means the limiter is the bottleneck; a limit lying on the minimum means the dependency is slow at any concurrency.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 114
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "short",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byFrameRefID",
+                  "options": "D"
+                },
+                "properties": [
+                  {
+                    "id": "custom.lineStyle",
+                    "value": {
+                      "dash": [
+                        10,
+                        10
+                      ],
+                      "fill": "dash"
+                    }
+                  },
+                  {
+                    "id": "custom.fillOpacity",
+                    "value": 0
+                  },
+                  {
+                    "id": "color",
+                    "value": {
+                      "fixedColor": "red",
+                      "mode": "fixed"
+                    }
+                  }
+                ]
+              }
+            ]
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 602,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_limiter_sample_latency_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}}) sample",
+              "range": true,
+              "refId": "A"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_limiter_baseline_latency_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}}) baseline",
+              "range": true,
+              "refId": "B"
+            }
+          ],
+          "title": "Latency vs baseline",
+          "description": "Average latency of the limiter's last window against its no-load baseline. The limit shrinks when the sample rises well above the baseline; a baseline that climbs means the dependency became slower under light load.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 114
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "s",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 603,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\", job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) / (sum by (job, name) (rate(resilience_limiter_calls_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0)",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}})",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Limiter rejection ratio",
+          "description": "Share of admission decisions that rejected the call: rejected / all decisions.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 122
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 604,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name, reason) (rate(resilience_limiter_rejections_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}}) {{reason}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Limiter rejections by reason",
+          "description": "Calls rejected per second: limit reached without a queue, queue full, queue wait timed out, caller's deadline.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 122
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 605,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name, kind) (rate(resilience_limiter_samples_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}}) {{kind}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "What admitted calls taught the limiter",
+          "description": "Admitted calls per second: measured latency, dropped (timed out or refused as overloaded: shrinks the limit), ignored (the caller left).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 122
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 606,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_throttle_rejection_probability{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}})",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Throttle shedding probability",
+          "description": "Client-side throttle: the probability with which a new request is shed locally, max(0, (requests − K·accepts)/(requests + 1)) over its window. Above 0 the dependency accepts less than 1/K of the requests.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 130
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 607,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name, kind) (rate(resilience_throttle_calls_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}}) {{kind}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Throttle outcomes",
+          "description": "Requests per second accepted or refused by the dependency, and shed locally (throttled).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 130
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
         }
       ],
       "templating": {
@@ -3369,7 +4017,7 @@
             "name": "job",
             "label": "Job",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\"}, job)",
+            "query": "label_values(resilience_registry_overflow_total, job)",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -3383,14 +4031,14 @@
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\"}, job)"
+            "definition": "label_values(resilience_registry_overflow_total, job)"
           },
           {
             "type": "query",
             "name": "instance",
             "label": "Instance",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\", job=~\"$job\"}, instance)",
+            "query": "label_values(resilience_registry_overflow_total{job=~\"$job\"}, instance)",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -3404,14 +4052,14 @@
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\", job=~\"$job\"}, instance)"
+            "definition": "label_values(resilience_registry_overflow_total{job=~\"$job\"}, instance)"
           },
           {
             "type": "query",
             "name": "name",
             "label": "Name",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total\", job=~\"$job\", instance=~\"$instance\"}, name)",
+            "query": "query_result(count by (name) (resilience_circuitbreaker_not_permitted_calls_total{job=~\"$job\", instance=~\"$instance\"} or resilience_retry_attempts_total{job=~\"$job\", instance=~\"$instance\"} or resilience_bulkhead_max_concurrent_calls{job=~\"$job\", instance=~\"$instance\"} or resilience_timeout_calls_total{kind=\"timed_out\", job=~\"$job\", instance=~\"$instance\"} or resilience_fallback_calls_total{cause=\"error\", job=~\"$job\", instance=~\"$instance\"}))",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -3422,10 +4070,11 @@
             "sort": 1,
             "includeAll": true,
             "allValue": ".+",
+            "regex": "/name=\"([^\"]+)\"/",
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total\", job=~\"$job\", instance=~\"$instance\"}, name)"
+            "definition": "query_result(count by (name) (resilience_circuitbreaker_not_permitted_calls_total{job=~\"$job\", instance=~\"$instance\"} or resilience_retry_attempts_total{job=~\"$job\", instance=~\"$instance\"} or resilience_bulkhead_max_concurrent_calls{job=~\"$job\", instance=~\"$instance\"} or resilience_timeout_calls_total{kind=\"timed_out\", job=~\"$job\", instance=~\"$instance\"} or resilience_fallback_calls_total{cause=\"error\", job=~\"$job\", instance=~\"$instance\"}))"
           }
         ]
       },
@@ -4288,7 +4937,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, instance) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.5, sum by (job, instance, le) (rate(resilience_circuitbreaker_call_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (job, instance) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{instance}} p50",
               "range": true,
@@ -4299,7 +4948,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.95, sum by (job, instance) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.95, sum by (job, instance, le) (rate(resilience_circuitbreaker_call_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.95, sum by (job, instance) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{instance}} p95",
               "range": true,
@@ -4310,7 +4959,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.99, sum by (job, instance) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.99, sum by (job, instance, le) (rate(resilience_circuitbreaker_call_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (job, instance) (rate(resilience_circuitbreaker_call_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{instance}} p99",
               "range": true,
@@ -4932,26 +5581,15 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, instance, source) (rate(resilience_retry_backoff_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "sum by (job, instance, source) (rate(resilience_retry_backoff_seconds_sum{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) / (sum by (job, instance, source) (rate(resilience_retry_backoff_seconds_count{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) > 0) or histogram_avg(sum by (job, instance, source) (rate(resilience_retry_backoff_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
-              "legendFormat": "{{instance}} {{source}} p50",
+              "legendFormat": "{{instance}} {{source}} mean",
               "range": true,
               "refId": "A"
-            },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}"
-              },
-              "expr": "histogram_quantile(0.95, sum by (job, instance, source) (rate(resilience_retry_backoff_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
-              "instant": false,
-              "legendFormat": "{{instance}} {{source}} p95",
-              "range": true,
-              "refId": "B"
             }
           ],
           "title": "Backoff delays by source",
-          "description": "Median and 95th percentile of the delays actually waited before retries, by what set them: the backoff policy or the server's Retry-After.",
+          "description": "Mean delay actually waited before a retry, by what set it: the backoff policy or the server's Retry-After.",
           "transparent": false,
           "datasource": {
             "type": "prometheus",
@@ -5245,7 +5883,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "sum by (job, instance) (histogram_sum(rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds_sum{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) or histogram_avg(sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) * (sum by (job, instance) (rate(resilience_bulkhead_calls_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) > 0)",
               "instant": false,
               "legendFormat": "{{instance}}",
               "range": true,
@@ -5435,7 +6073,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.5, sum by (job, instance, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{instance}} p50",
               "range": true,
@@ -5446,7 +6084,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.99, sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "histogram_quantile(0.99, sum by (job, instance, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
               "legendFormat": "{{instance}} p99",
               "range": true,
@@ -5779,6 +6417,538 @@
             },
             "overrides": []
           }
+        },
+        {
+          "type": "row",
+          "collapsed": false,
+          "title": "Adaptive limits and throttles",
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 105
+          },
+          "id": 600,
+          "panels": []
+        },
+        {
+          "type": "timeseries",
+          "id": 601,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_limiter_limit{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}} limit",
+              "range": true,
+              "refId": "A"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_limiter_inflight_calls{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}} in flight",
+              "range": true,
+              "refId": "B"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_limiter_queued_calls{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}} queued",
+              "range": true,
+              "refId": "C"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_limiter_min_limit{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}} min",
+              "range": true,
+              "refId": "D"
+            }
+          ],
+          "title": "Limit vs in-flight",
+          "description": "The adaptive concurrency limit, the calls holding a permit, the callers queued and the configured minimum (dashed red). In-flight pressed against the limit means the limiter is the bottleneck; a limit lying on the minimum means the dependency is slow at any concurrency.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 106
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "short",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byFrameRefID",
+                  "options": "D"
+                },
+                "properties": [
+                  {
+                    "id": "custom.lineStyle",
+                    "value": {
+                      "dash": [
+                        10,
+                        10
+                      ],
+                      "fill": "dash"
+                    }
+                  },
+                  {
+                    "id": "custom.fillOpacity",
+                    "value": 0
+                  },
+                  {
+                    "id": "color",
+                    "value": {
+                      "fixedColor": "red",
+                      "mode": "fixed"
+                    }
+                  }
+                ]
+              }
+            ]
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 602,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_limiter_sample_latency_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}} sample",
+              "range": true,
+              "refId": "A"
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_limiter_baseline_latency_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}} baseline",
+              "range": true,
+              "refId": "B"
+            }
+          ],
+          "title": "Latency vs baseline",
+          "description": "Average latency of the limiter's last window against its no-load baseline. The limit shrinks when the sample rises well above the baseline; a baseline that climbs means the dependency became slower under light load.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 106
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "s",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 603,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance) (rate(resilience_limiter_calls_total{kind=\"rejected\", job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) / (sum by (job, instance) (rate(resilience_limiter_calls_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) > 0)",
+              "instant": false,
+              "legendFormat": "{{instance}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Limiter rejection ratio",
+          "description": "Share of admission decisions that rejected the call: rejected / all decisions.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 114
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 604,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance, reason) (rate(resilience_limiter_rejections_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{instance}} {{reason}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Limiter rejections by reason",
+          "description": "Calls rejected per second: limit reached without a queue, queue full, queue wait timed out, caller's deadline.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 114
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 605,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance, kind) (rate(resilience_limiter_samples_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{instance}} {{kind}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "What admitted calls taught the limiter",
+          "description": "Admitted calls per second: measured latency, dropped (timed out or refused as overloaded: shrinks the limit), ignored (the caller left).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 114
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 606,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_throttle_rejection_probability{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Throttle shedding probability",
+          "description": "Client-side throttle: the probability with which a new request is shed locally, max(0, (requests − K·accepts)/(requests + 1)) over its window. Above 0 the dependency accepts less than 1/K of the requests.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 122
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 607,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance, kind) (rate(resilience_throttle_calls_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{instance}} {{kind}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Throttle outcomes",
+          "description": "Requests per second accepted or refused by the dependency, and shed locally (throttled).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 122
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
         }
       ],
       "templating": {
@@ -5801,7 +6971,7 @@
             "name": "job",
             "label": "Job",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\"}, job)",
+            "query": "label_values(resilience_registry_overflow_total, job)",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -5815,14 +6985,14 @@
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\"}, job)"
+            "definition": "label_values(resilience_registry_overflow_total, job)"
           },
           {
             "type": "query",
             "name": "instance",
             "label": "Instance",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\", job=~\"$job\"}, instance)",
+            "query": "label_values(resilience_registry_overflow_total{job=~\"$job\"}, instance)",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -5836,14 +7006,14 @@
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total|resilience_registry_overflow_total\", job=~\"$job\"}, instance)"
+            "definition": "label_values(resilience_registry_overflow_total{job=~\"$job\"}, instance)"
           },
           {
             "type": "query",
             "name": "name",
             "label": "Name",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total\", job=~\"$job\", instance=~\"$instance\"}, name)",
+            "query": "query_result(count by (name) (resilience_circuitbreaker_not_permitted_calls_total{job=~\"$job\", instance=~\"$instance\"} or resilience_retry_attempts_total{job=~\"$job\", instance=~\"$instance\"} or resilience_bulkhead_max_concurrent_calls{job=~\"$job\", instance=~\"$instance\"} or resilience_timeout_calls_total{kind=\"timed_out\", job=~\"$job\", instance=~\"$instance\"} or resilience_fallback_calls_total{cause=\"error\", job=~\"$job\", instance=~\"$instance\"}))",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -5853,10 +7023,11 @@
             "refresh": 2,
             "sort": 1,
             "includeAll": false,
+            "regex": "/name=\"([^\"]+)\"/",
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"resilience_circuitbreaker_state|resilience_circuitbreaker_transitions_total|resilience_circuitbreaker_tripped_since_timestamp_seconds|resilience_circuitbreaker_calls_total|resilience_circuitbreaker_not_permitted_calls_total|resilience_circuitbreaker_call_duration_seconds_count|resilience_circuitbreaker_failure_rate|resilience_circuitbreaker_slow_call_rate|resilience_circuitbreaker_failure_rate_threshold|resilience_circuitbreaker_slow_call_rate_threshold|resilience_circuitbreaker_open_duration_seconds|resilience_retry_calls_total|resilience_retry_attempts_total|resilience_retry_errors_total|resilience_retry_backoff_seconds_count|resilience_retry_budget_tokens|resilience_retry_budget_denied_total|resilience_bulkhead_max_concurrent_calls|resilience_bulkhead_inflight_calls|resilience_bulkhead_waiting_calls|resilience_bulkhead_calls_total|resilience_bulkhead_wait_duration_seconds_count|resilience_timeout_calls_total|resilience_fallback_calls_total\", job=~\"$job\", instance=~\"$instance\"}, name)"
+            "definition": "query_result(count by (name) (resilience_circuitbreaker_not_permitted_calls_total{job=~\"$job\", instance=~\"$instance\"} or resilience_retry_attempts_total{job=~\"$job\", instance=~\"$instance\"} or resilience_bulkhead_max_concurrent_calls{job=~\"$job\", instance=~\"$instance\"} or resilience_timeout_calls_total{kind=\"timed_out\", job=~\"$job\", instance=~\"$instance\"} or resilience_fallback_calls_total{cause=\"error\", job=~\"$job\", instance=~\"$instance\"}))"
           }
         ]
       },
@@ -8083,7 +9254,7 @@
             "name": "job",
             "label": "Job",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"job_name_slo:resilience_slo_calls:rate5m|job_name_slo:resilience_slo_calls:rate4m40s\", slo=~\"payments|storefront|ledger-db\"}, job)",
+            "query": "label_values(resilience_registry_overflow_total, job)",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -8093,18 +9264,39 @@
             "refresh": 2,
             "sort": 1,
             "includeAll": true,
-            "allValue": ".*",
+            "allValue": ".+",
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"job_name_slo:resilience_slo_calls:rate5m|job_name_slo:resilience_slo_calls:rate4m40s\", slo=~\"payments|storefront|ledger-db\"}, job)"
+            "definition": "label_values(resilience_registry_overflow_total, job)"
+          },
+          {
+            "type": "query",
+            "name": "instance",
+            "label": "Instance",
+            "skipUrlSync": false,
+            "query": "label_values(resilience_registry_overflow_total{job=~\"$job\"}, instance)",
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}"
+            },
+            "multi": true,
+            "allowCustomValue": true,
+            "refresh": 2,
+            "sort": 1,
+            "includeAll": true,
+            "allValue": ".+",
+            "auto": false,
+            "auto_min": "10s",
+            "auto_count": 30,
+            "definition": "label_values(resilience_registry_overflow_total{job=~\"$job\"}, instance)"
           },
           {
             "type": "query",
             "name": "name",
             "label": "Dependency",
             "skipUrlSync": false,
-            "query": "label_values({__name__=~\"job_name_slo:resilience_slo_calls:rate5m|job_name_slo:resilience_slo_calls:rate4m40s\", slo=~\"payments|storefront|ledger-db\", job=~\"$job\"}, name)",
+            "query": "query_result(count by (name) (job_name_slo:resilience_slo_calls:rate5m{slo=~\"payments|ledger-db\", job=~\"$job\"} or job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\", job=~\"$job\"}))",
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}"
@@ -8114,11 +9306,12 @@
             "refresh": 2,
             "sort": 1,
             "includeAll": true,
-            "allValue": ".*",
+            "allValue": ".+",
+            "regex": "/name=\"([^\"]+)\"/",
             "auto": false,
             "auto_min": "10s",
             "auto_count": 30,
-            "definition": "label_values({__name__=~\"job_name_slo:resilience_slo_calls:rate5m|job_name_slo:resilience_slo_calls:rate4m40s\", slo=~\"payments|storefront|ledger-db\", job=~\"$job\"}, name)"
+            "definition": "query_result(count by (name) (job_name_slo:resilience_slo_calls:rate5m{slo=~\"payments|ledger-db\", job=~\"$job\"} or job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\", job=~\"$job\"}))"
           }
         ]
       },

@@ -16,7 +16,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 	"github.com/stormwatch-go/stormwatch/internal/redact"
 )
 
@@ -197,6 +199,8 @@ type Interceptor struct {
 	fallback FallbackFunc
 	guard    RetryPolicyGuard
 	idem     idempotency
+	limit    *limit.Config    // WithLimit
+	throttle *throttle.Config // WithThrottle
 
 	pipelines sync.Map // key → *instrument.Pipeline, only keys with primitives of their own
 	cached    atomic.Int64
@@ -227,6 +231,12 @@ func NewInterceptor(opts ...Option) (*Interceptor, error) {
 	}
 	if ic.fallback != nil && ic.cfg.Fallback == nil {
 		ic.cfg.Fallback = &fallback.Config{}
+	}
+	if ic.limit != nil {
+		ic.cfg.Limit = ic.limit
+	}
+	if ic.throttle != nil {
+		ic.cfg.Throttle = ic.throttle
 	}
 	if err := ic.cfg.Validate(); err != nil {
 		return nil, err // a *catalog.ConfigError naming the pipeline field

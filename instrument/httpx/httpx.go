@@ -86,7 +86,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 )
 
 // Header names used by the transport.
@@ -249,6 +251,8 @@ type Transport struct {
 	timeoutHeader string
 	rdHeader      string
 	fallback      FallbackFunc
+	limit         *limit.Config    // WithLimit
+	throttle      *throttle.Config // WithThrottle
 
 	pipelines sync.Map // key → *instrument.Pipeline, only keys with primitives of their own
 	cached    atomic.Int64
@@ -286,6 +290,12 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	}
 	if t.fallback != nil && t.cfg.Fallback == nil {
 		t.cfg.Fallback = &fallback.Config{}
+	}
+	if t.limit != nil {
+		t.cfg.Limit = t.limit
+	}
+	if t.throttle != nil {
+		t.cfg.Throttle = t.throttle
 	}
 	if err := t.cfg.Validate(); err != nil {
 		return nil, err // a *catalog.ConfigError naming the pipeline field

@@ -16,6 +16,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/httpx"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -35,6 +36,9 @@ type Profile struct {
 	MaxConcurrent       int           // bulkhead permits
 	MaxWait             time.Duration // bulkhead wait for a permit
 	FallbackDescription string        // what the degraded answer is, for the status line
+	// Limit adds an adaptive concurrency limiter to the pipeline (nil: none); the overload
+	// scenario sets it for the dependency it overloads.
+	Limit *limit.Config
 }
 
 // DefaultProfiles are the demo's dependency configurations (a production setup shrunk to a
@@ -104,6 +108,11 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 		Timeout:  &timeout.Config{Timeout: s(p.AttemptTimeout), Clock: clk},
 		Fallback: &fallback.Config{On: fallbackCauses, Clock: clk},
 	}
+	if p.Limit != nil {
+		lc := *p.Limit
+		lc.Clock = clk
+		cfg.Limit = &lc
+	}
 	degraded := p.FallbackDescription
 	tr, err := httpx.NewTransport(base,
 		httpx.WithRegistry(reg),
@@ -162,6 +171,8 @@ func (d *dependency) Call(ctx context.Context) (string, bool, error) {
 type load struct {
 	rate        float64 // calls per second, wall time
 	maxInFlight int
+	// mult, when set, multiplies the rate from one call to the next (the scenario's Load).
+	mult func() float64
 }
 
 func (l load) run(ctx context.Context, clk clock.Clock, start time.Time, call func(context.Context), shed func()) {
@@ -169,8 +180,15 @@ func (l load) run(ctx context.Context, clk clock.Clock, start time.Time, call fu
 	defer wg.Wait()
 	sem := make(chan struct{}, l.maxInFlight)
 	interval := float64(time.Second) / l.rate
-	for i := 1; ; i++ {
-		due := start.Add(time.Duration(float64(i) * interval))
+	due := start
+	for {
+		step := interval
+		if l.mult != nil {
+			if m := l.mult(); m > 0 {
+				step = interval / m
+			}
+		}
+		due = due.Add(time.Duration(step))
 		if wait := due.Sub(clk.Now()); wait > 0 {
 			t := clk.NewTimer(wait)
 			select {

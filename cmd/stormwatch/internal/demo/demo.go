@@ -40,6 +40,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/collector"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/retrylog"
 )
 
@@ -402,7 +403,11 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 	}
 	deps := make([]*dependency, len(Dependencies))
 	for i, name := range Dependencies {
-		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, cfg.Profiles[name], cfg.Speed, cfg.Clock); err != nil {
+		prof := cfg.Profiles[name]
+		if slices.Contains(sc.Limited, name) && prof.Limit == nil {
+			prof.Limit = &limit.Config{}
+		}
+		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
 			return err
 		}
 	}
@@ -427,7 +432,8 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 		go func() {
 			defer wg.Done()
 			call := func(ctx context.Context) { _, _, _ = d.Call(ctx) }
-			load{rate: cfg.Rate * cfg.Speed, maxInFlight: 1000}.run(loadCtx, clk, start, call, func() { shed.Add(1) })
+			mult := func() float64 { return down.Fault(d.name).Load }
+			load{rate: cfg.Rate * cfg.Speed, maxInFlight: 1000, mult: mult}.run(loadCtx, clk, start, call, func() { shed.Add(1) })
 		}()
 	}
 	wg.Add(1)

@@ -33,6 +33,13 @@ type Fault struct {
 	// HangRate is the share of requests that never get an answer: the handler waits until the
 	// client gives up or the server stops.
 	HangRate float64
+	// Capacity is how many requests the endpoint serves at a time (0: no limit); the others
+	// wait in arrival order, so Latency+Jitter is then the service time of each and a queue
+	// builds when more arrive than it serves.
+	Capacity int
+	// Load is not the endpoint's behaviour but the demo client's: it offers Load times its rate
+	// to this dependency (0 means 1).
+	Load float64
 }
 
 // Healthy is the fault of a healthy endpoint: 20–60 ms and nothing else.
@@ -54,6 +61,9 @@ func (f Fault) validate() error {
 	if f.Latency < 0 || f.Jitter < 0 || f.RetryAfter < 0 {
 		return fmt.Errorf("demo: Fault durations must not be negative (Latency %v, Jitter %v, RetryAfter %v)", f.Latency, f.Jitter, f.RetryAfter)
 	}
+	if f.Capacity < 0 || f.Load < 0 {
+		return fmt.Errorf("demo: Fault.Capacity = %d, Fault.Load = %v: must not be negative", f.Capacity, f.Load)
+	}
 	if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
 		return fmt.Errorf("demo: Fault.Status = %d: must be an HTTP error status (400–599)", f.Status)
 	}
@@ -63,6 +73,9 @@ func (f Fault) validate() error {
 // endpoint is one path of the downstream with its current fault and its counts.
 type endpoint struct {
 	fault atomic.Pointer[Fault]
+	// slots holds one token per request being served when the fault has a Capacity; requests
+	// that find it full wait (in arrival order) to send theirs.
+	slots atomic.Pointer[chan struct{}]
 	// Counts of requests received and of what they were answered.
 	received, ok, errored, limited, reset, hung atomic.Uint64
 }
@@ -103,6 +116,12 @@ func (d *Downstream) SetFault(name string, f Fault) error {
 	}
 	if err := f.validate(); err != nil {
 		return err
+	}
+	if cur := e.slots.Load(); f.Capacity == 0 {
+		e.slots.Store(nil)
+	} else if cur == nil || cap(*cur) != f.Capacity {
+		ch := make(chan struct{}, f.Capacity)
+		e.slots.Store(&ch)
 	}
 	e.fault.Store(&f)
 	return nil
@@ -151,6 +170,16 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-d.stop:
 		}
 		return
+	}
+	if slots := e.slots.Load(); slots != nil {
+		select {
+		case *slots <- struct{}{}:
+			defer func() { <-*slots }()
+		case <-r.Context().Done():
+			return
+		case <-d.stop:
+			return
+		}
 	}
 	if !d.wait(r.Context(), f.Latency, f.Jitter) {
 		return

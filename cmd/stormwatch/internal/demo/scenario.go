@@ -31,6 +31,8 @@ type Scenario struct {
 	Name    string
 	Summary string
 	Phases  []Phase
+	// Limited lists the dependencies whose pipeline gets an adaptive concurrency limiter.
+	Limited []string
 }
 
 // Steady is the background fault of a healthy dependency: 20–60 ms and one request in 200
@@ -45,10 +47,11 @@ const (
 	ScenarioSlow        = "slow"
 	ScenarioRateLimited = "rate-limited"
 	ScenarioRetryStorm  = "retry-storm"
+	ScenarioOverload    = "overload"
 )
 
 // ScenarioNames lists every scenario, retry-storm included.
-var ScenarioNames = []string{ScenarioSteady, ScenarioOutage, ScenarioFlapping, ScenarioSlow, ScenarioRateLimited, ScenarioRetryStorm}
+var ScenarioNames = []string{ScenarioSteady, ScenarioOutage, ScenarioFlapping, ScenarioSlow, ScenarioRateLimited, ScenarioRetryStorm, ScenarioOverload}
 
 // Fault-script timings of the one-shot scenarios (demo time).
 const (
@@ -105,6 +108,7 @@ func Scenarios() map[string]Scenario {
 				Faults: map[string]Fault{Inventory: {RateLimitRate: 0.3, RetryAfter: time.Second, Latency: 10 * time.Millisecond}},
 			}, recovered},
 		},
+		ScenarioOverload: overloadScenario(),
 		ScenarioFlapping: {
 			Name:    ScenarioFlapping,
 			Summary: "payments goes down for 8s every 20s, four times: the breaker trips, probes, closes and trips again",
@@ -177,4 +181,32 @@ func scaleDuration(d time.Duration, speed float64) time.Duration {
 		return d
 	}
 	return time.Duration(float64(d) / speed)
+}
+
+// The overload scenario's downstream: payments serves overloadCapacity requests at a time in
+// overloadService each — overloadCapacity / overloadService calls per second (200) — and the
+// client offers it a multiple of its rate (20 calls per second by default): half the capacity
+// while healthy, then 2× and 3× the capacity, then back.
+const (
+	overloadCapacity = 20
+	overloadService  = 100 * time.Millisecond
+)
+
+func overloadScenario() Scenario {
+	capacity := float64(overloadCapacity) * float64(time.Second) / float64(overloadService)
+	at := func(share float64) Fault {
+		return Fault{Latency: overloadService, Capacity: overloadCapacity, Load: share * capacity / DefaultRate}
+	}
+	return Scenario{
+		Name: ScenarioOverload,
+		Summary: "offered load on payments (a downstream serving 20 calls at a time, 100ms each: 200 calls/s) rises from half its capacity to 2× and 3× and back, " +
+			"through an adaptive concurrency limiter: the limit converges near 20, latency stays near 100ms and the excess is rejected at once",
+		Limited: []string{Payments},
+		Phases: []Phase{
+			{At: 0, Name: "payments at 0.5× capacity", Faults: map[string]Fault{Payments: at(0.5)}},
+			{At: faultStart, Name: "payments at 2× capacity", Faults: map[string]Fault{Payments: at(2)}},
+			{At: faultStart + 20*time.Second, Name: "payments at 3× capacity", Faults: map[string]Fault{Payments: at(3)}},
+			{At: faultEnd, Name: "payments back at 0.5× capacity", Faults: map[string]Fault{Payments: at(0.5)}},
+		},
+	}
 }

@@ -1,0 +1,454 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+// state packs the permits in use (low 32 bits) and the queued callers (high 32 bits) into one
+// word: a value below the limit means "nobody waits and a permit is free".
+const (
+	waiterOne    = uint64(1) << 32
+	waiterDec    = ^(waiterOne - 1) // adding it subtracts one waiter
+	inflightMask = waiterOne - 1
+)
+
+// Limiter is a named adaptive concurrency limiter. Create it with [New]; it is safe for
+// concurrent use.
+type Limiter struct {
+	name  string
+	cfg   Config
+	clock clock.Clock
+	hub   *events.Hub
+
+	limit atomic.Uint64 // the admission limit (integer part of est, within the bounds)
+	state atomic.Uint64 // in-flight and queued, see above
+
+	// The current window, filled by Permit.Finish with atomic adds only.
+	winSamples atomic.Uint64 // measured and dropped samples
+	winSum     atomic.Uint64 // the measured ones' latencies, in nanoseconds
+	winDrops   atomic.Uint64 // dropped samples
+	winPeak    atomic.Uint64 // peak in-flight seen at admission
+
+	calls      [catalog.NumAdmissions]atomic.Uint64
+	rejections [catalog.NumLimitReasons]atomic.Uint64
+	samples    [catalog.NumSampleKinds]atomic.Uint64
+	baselineNs atomic.Uint64 // published copy of baseline, for Snapshot and the retry hint
+	sampleNs   atomic.Uint64 // the last window's average latency
+
+	mu         sync.Mutex // guards the queue, est and baseline
+	est        float64    // the limit with its fractional part
+	baseline   float64    // no-load latency estimate, in nanoseconds; 0 before the first window
+	head, tail *waiter
+}
+
+type waiter struct {
+	prev, next *waiter
+	ready      chan struct{} // closed when the waiter is handed a permit
+	granted    bool          // guarded by mu
+}
+
+// New returns a limiter called name, configured by cfg (the zero Config is a working default).
+// An invalid field is a [*catalog.ConfigError] naming it and its value.
+func New(name string, cfg Config) (*Limiter, error) {
+	if err := cfg.validate(name); err != nil {
+		return nil, err
+	}
+	l := &Limiter{name: name, cfg: cfg, clock: cfg.Clock, hub: cfg.Events, est: float64(cfg.InitialLimit)}
+	l.limit.Store(uint64(cfg.InitialLimit))
+	return l, nil
+}
+
+// Name returns the limiter's name.
+func (l *Limiter) Name() string { return l.name }
+
+// Config returns the limiter's configuration with defaults applied.
+func (l *Limiter) Config() Config { return l.cfg }
+
+// Permit is an admitted call's right to run. Give it back exactly once with [Permit.Finish] (or
+// Release, Drop, Ignore). The zero Permit, returned with an error, is inert.
+type Permit struct {
+	l     *Limiter
+	start time.Time
+}
+
+// Acquire takes a permit, waiting up to MaxWait (and no longer than ctx allows) in the queue when
+// the limit is reached. On failure the Permit is inert and err is a [*LimitedError]
+// (errors.Is(err, ErrLimited)) — the limit was reached, the queue was full, MaxWait passed or
+// ctx's deadline passed while queued — or the context's error, wrapped, when ctx was cancelled
+// while queued (aborted: neither a rejection nor a failure).
+func (l *Limiter) Acquire(ctx context.Context) (Permit, error) {
+	limit := l.limit.Load()
+	for s := l.state.Load(); s < limit; s = l.state.Load() {
+		if l.state.CompareAndSwap(s, s+1) {
+			return l.admitted(s + 1), nil
+		}
+	}
+	return l.acquireSlow(ctx)
+}
+
+func (l *Limiter) admitted(inflight uint64) Permit {
+	l.calls[catalog.AdmissionPermitted].Add(1)
+	if inflight > l.winPeak.Load() {
+		l.raisePeak(inflight)
+	}
+	return Permit{l: l, start: l.clock.Now()}
+}
+
+func (l *Limiter) raisePeak(v uint64) {
+	for p := l.winPeak.Load(); v > p; p = l.winPeak.Load() {
+		if l.winPeak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
+
+// Release gives the permit back and records the call's latency as a sample: a success, or an
+// error that says nothing about overload.
+func (p Permit) Release() { p.finish(catalog.SampleMeasured) }
+
+// Drop gives the permit back and records an overload signal: the call timed out or the
+// dependency refused it as overloaded. A window with drops shrinks the limit by Backoff.
+func (p Permit) Drop() { p.finish(catalog.SampleDropped) }
+
+// Ignore gives the permit back without teaching the limiter anything (the caller left).
+func (p Permit) Ignore() { p.finish(catalog.SampleIgnored) }
+
+// Finish gives the permit back, classifying the call by its error: nil or an ordinary error is
+// a measured sample; a deadline (err or ctx) is a drop; a cancellation is ignored.
+func (p Permit) Finish(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+		p.Release()
+	case errors.Is(err, context.Canceled) || (ctx != nil && errors.Is(ctx.Err(), context.Canceled)):
+		p.Ignore()
+	case errors.Is(err, context.DeadlineExceeded):
+		p.Drop()
+	default:
+		p.Release()
+	}
+}
+
+func (p Permit) finish(kind catalog.SampleKind) {
+	l := p.l
+	if l == nil {
+		return
+	}
+	l.samples[kind].Add(1)
+	var full bool
+	switch kind {
+	case catalog.SampleMeasured:
+		rtt := l.clock.Now().Sub(p.start)
+		l.winSum.Add(uint64(max(rtt, 0)))
+		full = l.winSamples.Add(1) >= l.windowSize()
+	case catalog.SampleDropped:
+		l.winDrops.Add(1)
+		full = l.winSamples.Add(1) >= l.windowSize()
+	}
+	l.releasePermit()
+	if full {
+		l.update()
+	}
+}
+
+// Do runs fn under a permit and returns its error, or the admission error without running fn.
+// The permit is given back when fn returns (classified by [Permit.Finish]) or panics (ignored).
+func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error {
+	p, err := l.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			p.Ignore()
+		}
+	}()
+	err = fn(ctx)
+	done = true
+	p.Finish(ctx, err)
+	return err
+}
+
+// Call runs fn under a permit of l and returns its result, or the zero value and the admission
+// error without running fn.
+func Call[T any](ctx context.Context, l *Limiter, fn func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := l.Do(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
+
+func (l *Limiter) acquireSlow(ctx context.Context) (Permit, error) {
+	l.mu.Lock()
+	for {
+		s := l.state.Load()
+		if s < l.limit.Load() {
+			if l.state.CompareAndSwap(s, s+1) {
+				l.mu.Unlock()
+				return l.admitted(s + 1), nil
+			}
+			continue
+		}
+		if l.cfg.MaxWait == 0 {
+			l.mu.Unlock()
+			return Permit{}, l.reject(ctx, catalog.ReasonLimit, nil)
+		}
+		queueCap := uint64(l.cfg.MaxQueue)
+		if queueCap == 0 {
+			queueCap = l.limit.Load()
+		}
+		if s>>32 >= queueCap {
+			l.mu.Unlock()
+			return Permit{}, l.reject(ctx, catalog.ReasonQueueFull, nil)
+		}
+		if ctx.Err() != nil {
+			l.mu.Unlock()
+			return Permit{}, l.abandon(ctx)
+		}
+		if l.state.CompareAndSwap(s, s+waiterOne) {
+			break
+		}
+	}
+	w := &waiter{ready: make(chan struct{})}
+	if l.tail == nil {
+		l.head, l.tail = w, w
+	} else {
+		w.prev, l.tail.next, l.tail = l.tail, w, w
+	}
+	l.mu.Unlock()
+	return l.wait(ctx, w)
+}
+
+func (l *Limiter) wait(ctx context.Context, w *waiter) (Permit, error) {
+	timer := l.clock.NewTimer(l.cfg.MaxWait)
+	var ctxDone bool
+	select {
+	case <-w.ready:
+		timer.Stop()
+		return l.admitted(l.state.Load() & inflightMask), nil
+	case <-timer.C():
+	case <-ctx.Done():
+		timer.Stop()
+		ctxDone = true
+	}
+	l.mu.Lock()
+	if w.granted { // a release handed us a permit while the timer or ctx fired
+		l.mu.Unlock()
+		if !ctxDone {
+			return l.admitted(l.state.Load() & inflightMask), nil
+		}
+		l.releasePermit()
+		return Permit{}, l.abandon(ctx)
+	}
+	l.unlink(w)
+	l.state.Add(waiterDec)
+	l.mu.Unlock()
+	if ctxDone {
+		return Permit{}, l.abandon(ctx)
+	}
+	return Permit{}, l.reject(ctx, catalog.ReasonQueueTimeout, nil)
+}
+
+// unlink removes w from the queue. Called with mu held.
+func (l *Limiter) unlink(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+}
+
+func (l *Limiter) reject(ctx context.Context, reason catalog.LimitReason, cause error) error {
+	l.calls[catalog.AdmissionRejected].Add(1)
+	l.rejections[reason].Add(1)
+	if l.hub != nil && l.hub.Rejections.Active() {
+		l.hub.Rejections.Emit(events.Rejection{Primitive: catalog.Limiter, Name: l.name, At: l.clock.Now(), Context: ctx})
+	}
+	return &LimitedError{
+		Primitive: catalog.Limiter, Name: l.name, Reason: reason, Limit: int(l.limit.Load()),
+		RetryAfter: time.Duration(l.baselineNs.Load()), Err: cause,
+	}
+}
+
+// abandon handles a caller whose context ended while queued: a cancellation is aborted, a
+// deadline a rejection (reason deadline).
+func (l *Limiter) abandon(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		l.calls[catalog.AdmissionAborted].Add(1)
+		return fmt.Errorf("limiter %q: gave up waiting for a permit: %w", l.name, context.Cause(ctx))
+	}
+	return l.reject(ctx, catalog.ReasonDeadline, context.Cause(ctx))
+}
+
+// releasePermit gives a permit back: to the first waiter if anyone waits and the limit allows,
+// otherwise to the pool.
+func (l *Limiter) releasePermit() {
+	for {
+		s := l.state.Load()
+		if s>>32 != 0 && s&inflightMask <= l.limit.Load() {
+			l.mu.Lock()
+			if w := l.head; w != nil {
+				l.unlink(w)
+				l.state.Add(waiterDec) // the permit moves to w: in-flight is unchanged
+				w.granted = true
+				close(w.ready)
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock() // the waiters left meanwhile
+			continue
+		}
+		if s&inflightMask == 0 {
+			panic(fmt.Sprintf("limiter %q: permit given back more often than taken", l.name))
+		}
+		if l.state.CompareAndSwap(s, s-1) {
+			return
+		}
+	}
+}
+
+// admitWaiters hands free permits to queued callers after the limit grew. Called with mu held.
+func (l *Limiter) admitWaiters() {
+	for l.head != nil {
+		s := l.state.Load()
+		if s&inflightMask >= l.limit.Load() {
+			return
+		}
+		if !l.state.CompareAndSwap(s, s+1+waiterDec) { // one more in flight, one fewer queued
+			continue
+		}
+		w := l.head
+		l.unlink(w)
+		w.granted = true
+		close(w.ready)
+	}
+}
+
+// windowSize is the number of samples that closes a window: MinSamples, or the limit when
+// larger (about one round trip of calls).
+func (l *Limiter) windowSize() uint64 { return max(uint64(l.cfg.MinSamples), l.limit.Load()) }
+
+// update closes the window when it is full and moves the limit. Only one caller does the work;
+// the others carry on.
+func (l *Limiter) update() {
+	if !l.mu.TryLock() {
+		return
+	}
+	defer l.mu.Unlock()
+	n := l.winSamples.Load()
+	if n < l.windowSize() {
+		return // another caller closed this window
+	}
+	l.winSamples.Add(-n)
+	drops := l.winDrops.Swap(0)
+	sum := l.winSum.Swap(0)
+	peak := float64(l.winPeak.Swap(l.state.Load() & inflightMask))
+	measured := n - min(drops, n)
+	if measured > 0 {
+		l.observe(float64(sum)/float64(measured), peak)
+	}
+	if drops > 0 {
+		l.est *= l.cfg.Backoff
+	} else {
+		l.est = l.next(float64(sum)/float64(measured), peak)
+	}
+	l.est = min(max(l.est, float64(l.cfg.MinLimit)), float64(l.cfg.MaxLimit))
+	l.limit.Store(uint64(l.est))
+	l.admitWaiters()
+}
+
+// observe moves the baseline with a window's average latency: down at once, up slowly and only
+// when the limiter's own concurrency cannot explain the latency. Called with mu held.
+func (l *Limiter) observe(sample, peak float64) {
+	l.sampleNs.Store(uint64(sample))
+	switch {
+	case l.baseline == 0 || sample < l.baseline:
+		l.baseline = sample
+	case peak*2 < l.est:
+		l.baseline += (sample - l.baseline) / 8
+	}
+	l.baselineNs.Store(uint64(l.baseline))
+}
+
+// next returns the new limit for a window without drops. Called with mu held.
+func (l *Limiter) next(sample, peak float64) float64 {
+	est := l.est
+	if peak*2 < est {
+		return est // the caller set the pace: latency says nothing about the limit
+	}
+	if l.cfg.Algorithm == AIMD {
+		if sample > l.cfg.Tolerance*l.baseline {
+			return est * l.cfg.Backoff
+		}
+		return est + 1
+	}
+	lg := max(1, math.Log10(est))
+	queued := est * (1 - l.baseline/sample)
+	switch {
+	case queued > 6*lg:
+		return est - lg
+	case queued <= lg:
+		return est + 6*lg
+	case queued < 3*lg:
+		return est + lg
+	}
+	return est
+}
+
+// Snapshot is a point-in-time reading of a limiter. Taking one allocates nothing and never blocks
+// calls.
+type Snapshot struct {
+	Limit              int           // the current limit
+	MinLimit, MaxLimit int           // its bounds
+	InFlight           int           // permits in use
+	Queued             int           // callers waiting for a permit
+	Baseline           time.Duration // the no-load latency estimate; 0 before the first window
+	Sample             time.Duration // the last window's average latency; 0 before the first window
+	// Calls counts admission decisions, indexed by catalog.Admission: permitted, rejected (see
+	// Rejections) and aborted (the caller cancelled while queued).
+	Calls [catalog.NumAdmissions]uint64
+	// Rejections counts rejected calls by reason, indexed by catalog.LimitReason.
+	Rejections [catalog.NumLimitReasons]uint64
+	// Samples counts the permits given back, indexed by catalog.SampleKind: measured, dropped
+	// (timed out or refused as overloaded) and ignored (the caller left).
+	Samples [catalog.NumSampleKinds]uint64
+}
+
+// Snapshot reads the limiter's state now.
+func (l *Limiter) Snapshot() Snapshot {
+	s := l.state.Load()
+	sn := Snapshot{
+		Limit: int(l.limit.Load()), MinLimit: l.cfg.MinLimit, MaxLimit: l.cfg.MaxLimit,
+		InFlight: int(s & inflightMask), Queued: int(s >> 32),
+		Baseline: time.Duration(l.baselineNs.Load()), Sample: time.Duration(l.sampleNs.Load()),
+	}
+	for i := range l.calls {
+		sn.Calls[i] = l.calls[i].Load()
+	}
+	for i := range l.rejections {
+		sn.Rejections[i] = l.rejections[i].Load()
+	}
+	for i := range l.samples {
+		sn.Samples[i] = l.samples[i].Load()
+	}
+	return sn
+}

@@ -1,0 +1,150 @@
+package hedge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
+)
+
+// race is one hedged call: the first attempt on the caller's goroutine, hedges on goroutines of
+// their own, and the decision of which result the caller gets. The call returns only once every
+// hedge it started has ended (and been counted), so no attempt outlives its call. The fields
+// below mu are guarded by it.
+type race[T any] struct {
+	h      *Hedge
+	parent context.Context
+	fn     func(context.Context) (T, error)
+	delay  time.Duration
+	hedges sync.WaitGroup // hedges started and not yet counted
+
+	mu       sync.Mutex
+	timer    clock.Timer          // the next hedge's timer
+	cancels  []context.CancelFunc // one per attempt; [0] is the first attempt's
+	started  int                  // hedges started
+	closed   bool                 // no further hedge may start
+	decided  bool                 // an attempt's result was accepted: the others are cancelled
+	hedgeWon bool                 // the accepted result is a hedge's: v, err
+	v        T
+	err      error
+}
+
+func newRace[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error)) *race[T] {
+	return &race[T]{h: h, parent: ctx, fn: fn}
+}
+
+// run runs the first attempt with a hedge scheduled after delay, and returns the call's result.
+func (r *race[T]) run(delay time.Duration) (T, error) {
+	ctx, cancel := context.WithCancel(r.parent)
+	r.delay = delay
+	r.cancels = append(make([]context.CancelFunc, 0, 1+r.h.cfg.MaxHedges), cancel)
+	r.mu.Lock()
+	r.timer = clock.AfterFunc(r.h.clk, delay, r.launch)
+	r.mu.Unlock()
+	start := r.h.clk.Now()
+	returned := false
+	defer func() {
+		if !returned { // the first attempt panicked: end the race, let the panic go on
+			r.decide()
+			r.hedges.Wait()
+		}
+		cancel()
+	}()
+	v, err := r.fn(ctx)
+	returned = true
+	r.h.observe(start)
+	return r.firstDone(v, err)
+}
+
+// decide ends the race on the first attempt's behalf: no further hedge, every hedge cancelled.
+func (r *race[T]) decide() {
+	r.mu.Lock()
+	r.closed, r.decided = true, true
+	r.timer.Stop()
+	for _, c := range r.cancels[1:] {
+		c()
+	}
+	r.mu.Unlock()
+}
+
+// firstDone decides the call once the first attempt has returned, waits for the hedges and
+// returns the accepted result: a hedge's, or else the first attempt's.
+func (r *race[T]) firstDone(v T, err error) (T, error) {
+	r.mu.Lock()
+	r.closed = true
+	r.timer.Stop()
+	final := r.h.accept(err) || r.parent.Err() != nil // accepted, or the caller left
+	r.mu.Unlock()
+	if final {
+		r.decide() // a no-op on the outcome when a hedge had won already
+	}
+	r.hedges.Wait() // a failed first attempt waits for the hedges: one of them may answer
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hedgeWon {
+		return r.v, r.err
+	}
+	return v, err
+}
+
+// launch starts a hedge when the timer fires, unless the call is decided or the budget refuses.
+// It runs on the timer's goroutine and runs the hedge there.
+func (r *race[T]) launch() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	if !r.h.budget.SpendToken() {
+		r.h.count(catalog.HedgeBudgetDenied)
+		r.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(r.parent)
+	r.cancels = append(r.cancels, cancel)
+	r.started++
+	r.hedges.Add(1)
+	if r.started < r.h.cfg.MaxHedges {
+		r.timer = clock.AfterFunc(r.h.clk, r.delay, r.launch)
+	}
+	r.mu.Unlock()
+	defer r.hedges.Done()
+	defer cancel()
+	v, err := r.attempt(ctx)
+	r.hedgeDone(v, err)
+}
+
+// attempt runs one hedge; a panic becomes the attempt's error (there is no caller to hand it to
+// on this goroutine), so the call goes on with its other attempts.
+func (r *race[T]) attempt(ctx context.Context) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("hedge %q: hedged attempt panicked: %v", r.h.name, p)
+		}
+	}()
+	return r.fn(ctx)
+}
+
+// hedgeDone counts a hedge's outcome; an accepted result decides the call and cancels the
+// other attempts.
+func (r *race[T]) hedgeDone(v T, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.decided || r.parent.Err() != nil: // another attempt won, or the caller left
+		r.h.count(catalog.HedgeCancelled)
+	case r.h.accept(err):
+		r.h.count(catalog.HedgeWon)
+		r.decided, r.closed, r.hedgeWon = true, true, true
+		r.v, r.err = v, err
+		r.timer.Stop()
+		for _, c := range r.cancels {
+			c()
+		}
+	default:
+		r.h.count(catalog.HedgeLost)
+	}
+}

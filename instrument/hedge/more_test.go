@@ -211,3 +211,58 @@ func TestInvalidConfigsNameTheField(t *testing.T) {
 	_, err := hedge.New("payments", hedge.Config{})
 	assert.NoError(t, err, "the zero Config works")
 }
+
+// TestTheWinnersContextStaysLive: what a winning result still reads through its attempt's
+// context (an HTTP response body) stays readable after the call returns; losers are cancelled.
+func TestTheWinnersContextStaysLive(t *testing.T) {
+	type res struct {
+		ctx context.Context
+		err error
+	}
+	run := func(t *testing.T, firstWins bool) (winner, loser context.Context) {
+		h, clk := newHedge(t, hedge.Config{Delay: 10 * time.Millisecond, Idempotent: true})
+		gate := make(chan struct{})
+		ctxs := make(chan context.Context, 2)
+		attempt := func(wins bool) func(ctx context.Context) (context.Context, error) {
+			return func(ctx context.Context) (context.Context, error) {
+				ctxs <- ctx
+				if wins {
+					<-gate
+					return ctx, nil
+				}
+				<-ctx.Done()
+				return ctx, ctx.Err()
+			}
+		}
+		attempts := []func(context.Context) (context.Context, error){attempt(firstWins), attempt(!firstWins)}
+		var n atomic.Int32
+		out := make(chan res, 1)
+		go func() {
+			c, err := hedge.Call(context.Background(), h, func(ctx context.Context) (context.Context, error) {
+				return attempts[n.Add(1)-1](ctx)
+			})
+			out <- res{c, err}
+		}()
+		c1 := <-ctxs
+		require.True(t, clk.WaitForTimers(1, nil))
+		clk.Advance(10 * time.Millisecond)
+		c2 := <-ctxs
+		close(gate)
+		r := <-out
+		require.NoError(t, r.err)
+		if firstWins {
+			return c1, c2
+		}
+		return c2, c1
+	}
+	for name, firstWins := range map[string]bool{"the first attempt wins": true, "the hedge wins": false} {
+		t.Run(name, func(t *testing.T) {
+			winner, loser := run(t, firstWins)
+			assert.NoError(t, winner.Err(), "the winner's context is not cancelled")
+			assert.ErrorIs(t, loser.Err(), context.Canceled)
+			derived, cancel := context.WithTimeout(winner, time.Hour)
+			defer cancel()
+			assert.NoError(t, derived.Err())
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 // hedge it started has ended (and been counted), so no attempt outlives its call. The fields
 // below mu are guarded by it.
 type race[T any] struct {
+	first  attemptCtx // the first attempt's context
 	h      *Hedge
 	parent context.Context
 	fn     func(context.Context) (T, error)
@@ -23,7 +24,7 @@ type race[T any] struct {
 
 	mu       sync.Mutex
 	timer    clock.Timer          // the next hedge's timer
-	cancels  []context.CancelFunc // one per attempt; [0] is the first attempt's
+	cancels  []context.CancelFunc // one per hedge started
 	started  int                  // hedges started
 	closed   bool                 // no further hedge may start
 	decided  bool                 // an attempt's result was accepted: the others are cancelled
@@ -33,14 +34,14 @@ type race[T any] struct {
 }
 
 func newRace[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error)) *race[T] {
-	return &race[T]{h: h, parent: ctx, fn: fn}
+	r := &race[T]{h: h, parent: ctx, fn: fn}
+	r.first.init(ctx)
+	return r
 }
 
 // run runs the first attempt with a hedge scheduled after delay, and returns the call's result.
 func (r *race[T]) run(delay time.Duration) (T, error) {
-	ctx, cancel := context.WithCancel(r.parent)
 	r.delay = delay
-	r.cancels = append(make([]context.CancelFunc, 0, 1+r.h.cfg.MaxHedges), cancel)
 	r.mu.Lock()
 	r.timer = clock.AfterFunc(r.h.clk, delay, r.launch)
 	r.mu.Unlock()
@@ -51,9 +52,8 @@ func (r *race[T]) run(delay time.Duration) (T, error) {
 			r.decide()
 			r.hedges.Wait()
 		}
-		cancel()
 	}()
-	v, err := r.fn(ctx)
+	v, err := r.fn(&r.first)
 	returned = true
 	r.h.observe(start)
 	return r.firstDone(v, err)
@@ -64,7 +64,7 @@ func (r *race[T]) decide() {
 	r.mu.Lock()
 	r.closed, r.decided = true, true
 	r.timer.Stop()
-	for _, c := range r.cancels[1:] {
+	for _, c := range r.cancels {
 		c()
 	}
 	r.mu.Unlock()
@@ -76,8 +76,12 @@ func (r *race[T]) firstDone(v T, err error) (T, error) {
 	r.mu.Lock()
 	r.closed = true
 	r.timer.Stop()
-	final := r.h.accept(err) || r.parent.Err() != nil // accepted, or the caller left
+	hedged := r.started > 0
+	final := !hedged || r.h.accept(err) || r.parent.Err() != nil // no race, accepted, or the caller left
 	r.mu.Unlock()
+	if !hedged {
+		return v, err
+	}
 	if final {
 		r.decide() // a no-op on the outcome when a hedge had won already
 	}
@@ -104,6 +108,7 @@ func (r *race[T]) launch() {
 		return
 	}
 	ctx, cancel := context.WithCancel(r.parent)
+	idx := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
 	r.started++
 	r.hedges.Add(1)
@@ -112,9 +117,10 @@ func (r *race[T]) launch() {
 	}
 	r.mu.Unlock()
 	defer r.hedges.Done()
-	defer cancel()
 	v, err := r.attempt(ctx)
-	r.hedgeDone(v, err)
+	if !r.hedgeDone(idx, v, err) {
+		cancel() // a winning hedge's context stays live for what its result still reads
+	}
 }
 
 // attempt runs one hedge; a panic becomes the attempt's error (there is no caller to hand it to
@@ -128,9 +134,9 @@ func (r *race[T]) attempt(ctx context.Context) (v T, err error) {
 	return r.fn(ctx)
 }
 
-// hedgeDone counts a hedge's outcome; an accepted result decides the call and cancels the
-// other attempts.
-func (r *race[T]) hedgeDone(v T, err error) {
+// hedgeDone counts hedge idx's outcome and reports whether it won; an accepted result decides
+// the call and cancels the other attempts.
+func (r *race[T]) hedgeDone(idx int, v T, err error) (won bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -141,10 +147,15 @@ func (r *race[T]) hedgeDone(v T, err error) {
 		r.decided, r.closed, r.hedgeWon = true, true, true
 		r.v, r.err = v, err
 		r.timer.Stop()
-		for _, c := range r.cancels {
-			c()
+		r.first.cancelAttempt()
+		for i, c := range r.cancels {
+			if i != idx {
+				c()
+			}
 		}
+		return true
 	default:
 		r.h.count(catalog.HedgeLost)
 	}
+	return false
 }

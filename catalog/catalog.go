@@ -54,7 +54,7 @@ const (
 
 // Primitives lists the primitive kinds that are handed out by name through a registry, in
 // catalog order. These are the values of the overflow counter's `primitive` label.
-var Primitives = []Primitive{CircuitBreaker, Retry, Bulkhead, Timeout, Fallback}
+var Primitives = []Primitive{CircuitBreaker, Retry, Bulkhead, Timeout, Fallback, Hedge}
 
 // Label names.
 const (
@@ -304,7 +304,7 @@ func primitiveStrings() []string {
 
 // All returns every catalog entry in catalog order. The slice is a copy.
 func All() []Metric {
-	return []Metric{
+	return append([]Metric{
 		BreakerState, BreakerTransitions, BreakerTrippedSince, BreakerCalls, BreakerNotPermitted,
 		BreakerCallDuration, BreakerFailureRate, BreakerSlowCallRate, BreakerFailureRateThreshold,
 		BreakerSlowCallRateThreshold, BreakerOpenDuration,
@@ -313,7 +313,7 @@ func All() []Metric {
 		TimeoutCalls,
 		FallbackCalls,
 		RegistryOverflow,
-	}
+	}, hedgeMetrics()...)
 }
 
 // ByPrimitive returns the catalog entries of one primitive kind, in catalog order.

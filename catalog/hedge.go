@@ -35,3 +35,23 @@ func (o HedgeOutcome) String() string { return name(hedgeOutcomeNames, int(o), "
 
 // MarshalText returns the label value.
 func (o HedgeOutcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// LabelOutcome is the label of what became of a hedge.
+const LabelOutcome = "outcome"
+
+// The hedge's catalog entries: 6 series per hedge (calls, four outcomes, the delay), all from the
+// start. The extra load hedging adds is the hedges that ran (won, lost, cancelled) per call.
+var (
+	HedgeCalls = Metric{Hedge, "calls_total", Counter,
+		"Calls made through the hedge.",
+		UnitCalls, labels(), nil}
+	HedgeAttempts = Metric{Hedge, "attempts_total", Counter,
+		"Hedges (attempts started after the hedge delay, besides each call's first), by outcome; budget_denied hedges never ran.",
+		UnitCalls, labels(Label{LabelOutcome, Names(HedgeOutcomes[:])}), nil}
+	HedgeDelay = Metric{Hedge, "delay_seconds", Gauge,
+		"Hedge delay in use; 0 while an adaptive hedge is warming up.",
+		UnitSeconds, labels(), nil}
+)
+
+// hedgeMetrics lists the hedge's entries in catalog order.
+func hedgeMetrics() []Metric { return []Metric{HedgeCalls, HedgeAttempts, HedgeDelay} }

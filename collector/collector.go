@@ -121,6 +121,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Collector, error) {
 		newTimeoutPart(c),
 		newFallbackPart(c),
 		newRetryPart(c),
+		newHedgePart(c),
 	}
 	return c, nil
 }

@@ -7,6 +7,9 @@ PKGS     := ./...
 PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
+# TESTCOUNT: CI (CI=true) runs every test; locally Go's test cache skips the packages whose
+# inputs did not change since they last passed, so a warm `make test` reruns only what changed.
+TESTCOUNT  ?= $(if $(CI),-count=1,)
 
 .PHONY: all test unit rules-matrix lint tidy-check fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx otelx demo demo-prometheus
 
@@ -39,13 +42,13 @@ vet:
 ## unit: the unit tests, with the race detector. They run on injected clocks and scripted
 ## fakes: wall-clock scenarios are in `make e2e`.
 unit:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race $(TESTCOUNT) $(PKGS)
 
 ## rules-matrix: promtool check and test the generated rules of a matrix of configurations
 ## (thresholds at both ends, short and long windows and fors, namespace, disabled alerts); the
 ## unit suite checks the defaults and a group_by + selector configuration.
 rules-matrix: tools-promtool
-	$(GO) test -tags promtoolmatrix -count=1 -run TestPromtoolAcceptsTheConfigMatrix ./rules/
+	$(GO) test -tags promtoolmatrix $(TESTCOUNT) -run TestPromtoolAcceptsTheConfigMatrix ./rules/
 
 ## generate: refresh the checked-in output: the defaults (rules, tests, runbooks, dashboards) in
 ## examples/generated, and in examples/generated-slo what the SLO example config adds to them
@@ -61,31 +64,33 @@ generate:
 		cmp -s "$$tmp/$$f" "$(GENERATED)/$$f" || { mkdir -p "$(GENERATED_SLO)/$$(dirname "$$f")" && cp "$$tmp/$$f" "$(GENERATED_SLO)/$$f"; }; done
 
 ## generated-check: regenerate the defaults into a temp dir, fail on drift from
-## examples/generated, then lint and unit-test the fresh rules with promtool 3.16.
+## examples/generated, then lint and unit-test the fresh rules with promtool 3.16 (through
+## scripts/promtool.sh: cmd/stormwatch's tests passed the same file set already, so promtool is
+## not run twice on it).
 generated-check:
 	@test -x $(PROMTOOL) || { echo "$(PROMTOOL) missing: run 'make tools-promtool' (scripts/install-tools.sh promtool)"; exit 1; }
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(STORMWATCH) generate all -o "$$tmp" >/dev/null && \
 	{ diff -r "$$tmp" $(GENERATED) || { echo "$(GENERATED) is stale: run 'make generate' and commit the result"; exit 1; }; } && \
-	$(PROMTOOL) check rules --lint=all --lint-fatal "$$tmp/stormwatch-rules.yaml" && \
-	$(PROMTOOL) test rules "$$tmp/stormwatch-rules.test.yaml"
+	scripts/promtool.sh "$$tmp" check rules --lint=all --lint-fatal stormwatch-rules.yaml && \
+	scripts/promtool.sh "$$tmp" test rules stormwatch-rules.test.yaml
 
 ## conformance: the separate module that parses every generated query with the PromQL parser
 ## of Prometheus 3.16.
 conformance:
-	cd conformance && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd conformance && $(GO) vet ./... && $(GO) test $(TESTCOUNT) ./...
 
 ## grpcx: the gRPC interceptors, a module of their own (instrument/grpcx) that `./...` does not
 ## reach: vet and race-enabled tests, its example included; a test there asserts that the main
 ## module's build list holds no gRPC.
 grpcx:
-	cd instrument/grpcx && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd instrument/grpcx && $(GO) vet ./... && $(GO) test -race $(TESTCOUNT) ./...
 
 ## otelx: the OpenTelemetry bridge, a module of its own (collector/otelx) that `./...` does not
 ## reach: vet (its e2e test included) and race-enabled tests; a test there asserts that the
 ## main module's build list holds no OpenTelemetry.
 otelx:
-	cd collector/otelx && $(GO) vet ./... && $(GO) vet -tags e2e ./... && $(GO) test -race -count=1 ./...
+	cd collector/otelx && $(GO) vet ./... && $(GO) vet -tags e2e ./... && $(GO) test -race $(TESTCOUNT) ./...
 
 ## e2e: real Prometheus 3.16 on 127.0.0.1: examples/breaker with generated rules, the demo's
 ## scenarios (wall clock), the demo on Prometheus with the demo profile,
@@ -162,3 +167,30 @@ SOAK_EVERY    ?= 5s
 .PHONY: soak
 soak: $(BIN)/stormwatch
 	$(GO) run ./cmd/stormwatch/internal/demo/soak -stormwatch $(BIN)/stormwatch -duration $(SOAK_DURATION) -every $(SOAK_EVERY)
+
+## stacks (docs/stacks.md): the other engines and linters the generated rules meet.
+## tools-victoriametrics: bin/vmalert and bin/victoria-metrics from Debian's victoria-metrics
+## package (extracted, no service; about 10 s cold, cached per user).
+.PHONY: tools-victoriametrics vmalert-check pint-check
+tools-victoriametrics:
+	@scripts/install-tools.sh victoriametrics
+
+## vmalert-check: `vmalert -dryRun` on the default and SLO rule files (prometheus and
+## victoriametrics targets).
+vmalert-check: tools-victoriametrics
+	$(GO) test -count=1 -run TestVmalertDryRunAcceptsTheRuleFiles -v ./rules/
+
+## pint-check: the two pint (`pint --offline lint`) checks the rules must pass, encoded in Go
+## (pint is not served by the Go module proxy): promql/fragile and rule/dependency.
+pint-check:
+	$(GO) test -count=1 -run 'TestPint' -v ./rules/
+
+test: vmalert-check pint-check
+
+## e2e-victoriametrics: the outage demo scraped by VictoriaMetrics single-node, the demo
+## profile's rules (--target victoriametrics) evaluated by vmalert (part of `make e2e`).
+.PHONY: e2e-victoriametrics
+e2e-victoriametrics: tools-victoriametrics
+	$(GO) vet -tags e2e ./e2e/victoriametrics/
+	$(GO) test -tags e2e -count=1 -timeout 5m -v ./e2e/victoriametrics/
+e2e: e2e-victoriametrics

@@ -28,7 +28,7 @@ func BenchmarkBulkheadAcquireRelease(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			release()
+			release.Done()
 		}
 	})
 	b.Run("failsafe-go", func(b *testing.B) {
@@ -68,7 +68,7 @@ func BenchmarkBulkheadAcquireReleaseParallel(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				release()
+				release.Done()
 			}
 		})
 	})

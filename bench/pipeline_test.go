@@ -84,7 +84,7 @@ func BenchmarkPipelineSuccess(b *testing.B) {
 			fn := func(context.Context) (int, error) { return 1, nil }
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := instrument.Execute(ctx, p, fn); err != nil {
+				if _, err := instrument.Call(ctx, p, fn); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -98,7 +98,7 @@ func vecGatherer(b testing.TB, n int, full bool) prometheus.Gatherer {
 			}
 			state.WithLabelValues(nm, s.String()).Set(v)
 			for _, to := range catalog.States {
-				if breaker.CanTransition(s, to) && (full || to == catalog.StateOpen) {
+				if catalog.CanTransition(s, to) && (full || to == catalog.StateOpen) {
 					transitions.WithLabelValues(nm, s.String(), to.String())
 				}
 			}

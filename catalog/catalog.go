@@ -188,6 +188,28 @@ var (
 	WaitBuckets = powersOfTwo(-10, 3)
 )
 
+// The few classic bounds a collector exports by default next to the native buckets, so that a
+// Prometheus without native histogram ingestion (the default until Prometheus 4) and
+// VictoriaMetrics store a latency distribution they can take quantiles of: every other bound of
+// the full layout (a factor 4 apart, so a quantile interpolated inside a bucket is within a
+// factor 2), each one of the full layout's bounds. Retry delays have none: their dashboard reads
+// the mean delay per source, which _sum and _count give.
+var (
+	// DurationDefaultBuckets: ≈ 3.9 ms (2^-8 s) to 16 s; 7 bounds.
+	DurationDefaultBuckets = everyOther(powersOfTwo(-8, 4))
+	// WaitDefaultBuckets: ≈ 3.9 ms (2^-8 s) to 4 s; 6 bounds.
+	WaitDefaultBuckets = everyOther(powersOfTwo(-8, 2))
+)
+
+// everyOther returns b[0], b[2], b[4], ….
+func everyOther(b []float64) []float64 {
+	out := make([]float64, 0, (len(b)+1)/2)
+	for i := 0; i < len(b); i += 2 {
+		out = append(out, b[i])
+	}
+	return out
+}
+
 func pow2(e int) float64 {
 	v := 1.0
 	for ; e > 0; e-- {

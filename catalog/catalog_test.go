@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -110,11 +111,11 @@ func TestValidateNamespace(t *testing.T) {
 	}
 }
 
-// TestREADMEMetricTableMatchesCatalog keeps the documentation and the catalog from drifting: every
-// catalog metric is documented in README.md with its type and labels, and every metric name the
-// README mentions is in the catalog.
-func TestREADMEMetricTableMatchesCatalog(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+// TestDocsMetricTableMatchesCatalog keeps the documentation and the catalog from drifting: every
+// catalog metric is documented in docs/series.md with its type and labels, and every metric name
+// README.md or a page of docs/ mentions is in the catalog.
+func TestDocsMetricTableMatchesCatalog(t *testing.T) {
+	raw, err := os.ReadFile("../docs/series.md")
 	require.NoError(t, err)
 	readme := string(raw)
 
@@ -141,8 +142,21 @@ func TestREADMEMetricTableMatchesCatalog(t *testing.T) {
 		}
 		assert.Equal(t, strings.Join(want, ", "), strings.TrimSpace(cells[3]), "%s labels", name)
 	}
-	assert.Len(t, rows, len(All()), "README table rows")
+	assert.Len(t, rows, len(All()), "docs/series.md table rows")
 
+	pages, err := filepath.Glob("../docs/*.md")
+	require.NoError(t, err)
+	for _, page := range append(pages, "../README.md") {
+		raw, err := os.ReadFile(page)
+		require.NoError(t, err)
+		assertMentionsAreInCatalog(t, page, string(raw))
+	}
+}
+
+// assertMentionsAreInCatalog fails for every resilience_… metric name in text that the catalog
+// does not define.
+func assertMentionsAreInCatalog(t *testing.T, page, readme string) {
+	t.Helper()
 	// Recorded series (level:metric:operations, e.g. job_name_slo:resilience_slo_calls:rate5m) are
 	// the generators' names, not the catalog's: a name right after a colon is skipped.
 	for _, loc := range regexp.MustCompile(`\bresilience_[a-z_]*[a-z]\b`).FindAllStringIndex(readme, -1) {
@@ -162,7 +176,7 @@ func TestREADMEMetricTableMatchesCatalog(t *testing.T) {
 					found = true
 				}
 			}
-			assert.True(t, found, "README mentions %s, which the catalog does not define", name)
+			assert.True(t, found, "%s mentions %s, which the catalog does not define", page, name)
 		}
 	}
 }

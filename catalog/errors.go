@@ -6,9 +6,6 @@ import "fmt"
 // Reconfigure, the registry, the pipeline and the generators' configurations report an invalid
 // setting with it, naming what was being configured, the field, the rejected value and why.
 // Inspect it with errors.As; never match the message text.
-//
-// The instrument packages re-export it under their own name (breaker.ConfigError and so on);
-// all of them are this one type.
 type ConfigError struct {
 	// Primitive is what was being configured: a primitive kind ("circuitbreaker", "retry", …),
 	// "pipeline", "registry", or a generator's configuration ("rules", "dashboards").

@@ -120,6 +120,28 @@ func TestClassicBucketsArePowersOfTwoInsideTheNativeRange(t *testing.T) {
 	assert.Equal(t, []float64{0.0078125, 0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64}, BackoffBuckets)
 }
 
+func TestDefaultClassicBucketsAreAFewOfTheFullLayout(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		def, full   []float64
+		first, last float64
+		wantLen     int
+	}{
+		{"duration", DurationDefaultBuckets, DurationBuckets, 1.0 / 256, 16, 7},
+		{"wait", WaitDefaultBuckets, WaitBuckets, 1.0 / 256, 4, 6},
+	} {
+		require.Len(t, c.def, c.wantLen, c.name)
+		assert.Equal(t, c.first, c.def[0], c.name)
+		assert.Equal(t, c.last, c.def[len(c.def)-1], c.name)
+		for i, b := range c.def {
+			assert.Contains(t, c.full, b, "%s bound %v is a bound of the full layout", c.name, b)
+			if i > 0 {
+				assert.Equal(t, 4.0, b/c.def[i-1], "%s bounds a factor 4 apart", c.name)
+			}
+		}
+	}
+}
+
 func TestConfigErrorNamesPrimitiveFieldAndValue(t *testing.T) {
 	err := fmt.Errorf("wrapped: %w", &ConfigError{Primitive: "retry", Name: "payments", Field: "Backoff.Multiplier", Value: 0.5, Reason: "must be at least 1"})
 	var ce *ConfigError

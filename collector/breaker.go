@@ -59,7 +59,7 @@ var (
 var transitionPairs = func() (out [][2]catalog.State) {
 	for _, from := range sortedStates {
 		for _, to := range sortedStates {
-			if breaker.CanTransition(from, to) {
+			if catalog.CanTransition(from, to) {
 				out = append(out, [2]catalog.State{from, to})
 			}
 		}
@@ -78,7 +78,7 @@ func newBreakerPart(c *Collector) *breakerPart {
 	p := &breakerPart{
 		reg:    c.reg,
 		policy: Policy{FullDetail: c.full},
-		bounds: c.bounds(durationBounds),
+		bounds: c.bounds(durationBounds, durationDefaultBounds),
 		series: map[*breaker.Breaker]*breakerSeries{},
 	}
 	p.descs = [numReads]*prometheus.Desc{
@@ -494,7 +494,7 @@ type breakerReading struct {
 }
 
 // numTransitionPairs is len(transitionPairs), checked by a test: the transitions that
-// breaker.CanTransition allows.
+// catalog.CanTransition allows.
 const numTransitionPairs = 23
 
 func (p *breakerPart) fillReading(r *breakerReading, sn *breaker.Snapshot, ser *BreakerSeries) {

@@ -30,7 +30,7 @@ func TestBreakerTransitionPairsAreTheOnesThatCanOccur(t *testing.T) {
 	assert.Len(t, transitionPairs, 23)
 	assert.Len(t, transitionPairs, numTransitionPairs)
 	for _, tr := range transitionPairs {
-		assert.True(t, breaker.CanTransition(tr[0], tr[1]), "%s→%s", tr[0], tr[1])
+		assert.True(t, catalog.CanTransition(tr[0], tr[1]), "%s→%s", tr[0], tr[1])
 	}
 	assert.Equal(t, []catalog.CallKind{catalog.CallFailed, catalog.CallSuccessful}, sortedDurationKinds)
 	for _, k := range catalog.DurationKinds {
@@ -95,7 +95,7 @@ func newHistoryBreaker(t *testing.T, opts ...Option) (*clock.Fake, *breaker.Brea
 	require.NoError(t, err)
 	b, err := reg.Breaker("payments", breaker.Config{
 		WindowSize: 10, MinCalls: 5, FailureRateThreshold: 0.5, SlowCallDuration: time.Second,
-		OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1, Clock: clk,
+		OpenDuration: 30 * time.Second, DisableJitter: true, HalfOpenCalls: 1, Clock: clk,
 	})
 	require.NoError(t, err)
 	c, err := New(reg, opts...)
@@ -173,10 +173,8 @@ resilience_circuitbreaker_calls_total{kind="successful",name="payments"} 6
 ` + helpNotPerm + `resilience_circuitbreaker_not_permitted_calls_total{name="payments"} 2
 # HELP resilience_circuitbreaker_call_duration_seconds Duration of calls permitted by the circuit breaker.
 # TYPE resilience_circuitbreaker_call_duration_seconds histogram
-resilience_circuitbreaker_call_duration_seconds_bucket{kind="successful",name="payments",le="+Inf"} 7
-resilience_circuitbreaker_call_duration_seconds_sum{kind="successful",name="payments"} 2.5
-resilience_circuitbreaker_call_duration_seconds_count{kind="successful",name="payments"} 7
-# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
+` + histogramLines("resilience_circuitbreaker_call_duration_seconds", `kind="successful",name="payments"`,
+		catalog.DurationDefaultBuckets, 0.5, 1.5, 0.5, 0, 0, 0, 0) + `# HELP resilience_circuitbreaker_failure_rate Failure ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.
 # TYPE resilience_circuitbreaker_failure_rate gauge
 resilience_circuitbreaker_failure_rate{name="payments"} 0.2
 # HELP resilience_circuitbreaker_slow_call_rate Slow-call ratio (0..1) in the circuit breaker's window; NaN below the minimum number of calls.

@@ -25,7 +25,7 @@ func newBulkheadPart(c *Collector) *bulkheadPart {
 	return &bulkheadPart{
 		reg:           c.reg,
 		policy:        Policy{FullDetail: c.full},
-		bounds:        c.bounds(waitBounds),
+		bounds:        c.bounds(waitBounds, waitDefaultBounds),
 		maxConcurrent: c.desc(catalog.BulkheadMaxConcurrent),
 		inflight:      c.desc(catalog.BulkheadInflight),
 		waiting:       c.desc(catalog.BulkheadWaiting),

@@ -54,7 +54,7 @@ func TestBulkheadExposition(t *testing.T) {
 	go func() {
 		release, err := pay.Acquire(context.Background())
 		if err == nil {
-			release()
+			release.Done()
 		}
 		errc <- err
 	}()
@@ -62,7 +62,8 @@ func TestBulkheadExposition(t *testing.T) {
 
 	// Waits observed: none for inventory; for payments 0 (the permitted call, admitted at once)
 	// and 200 ms (the rejected one). The caller still waiting is not observed yet. By default the
-	// native histogram reads as count and sum, and the waiting gauge is not exported.
+	// histogram reads as the catalog's few default classic buckets, +Inf, sum and count, and the
+	// waiting gauge is not exported.
 	const common = `
 # HELP resilience_bulkhead_calls_total Bulkhead admission decisions.
 # TYPE resilience_bulkhead_calls_total counter
@@ -85,17 +86,12 @@ resilience_bulkhead_max_concurrent_calls{name="payments"} 1
 	for _, m := range catalog.ByPrimitive(catalog.Bulkhead) {
 		names = append(names, m.FullName(catalog.DefaultNamespace))
 	}
-	want := common + `resilience_bulkhead_wait_duration_seconds_bucket{name="inventory",le="+Inf"} 0
-resilience_bulkhead_wait_duration_seconds_sum{name="inventory"} 0
-resilience_bulkhead_wait_duration_seconds_count{name="inventory"} 0
-resilience_bulkhead_wait_duration_seconds_bucket{name="payments",le="+Inf"} 2
-resilience_bulkhead_wait_duration_seconds_sum{name="payments"} 0.2
-resilience_bulkhead_wait_duration_seconds_count{name="payments"} 2
-`
+	const family = "resilience_bulkhead_wait_duration_seconds"
+	want := common + histogramLines(family, `name="inventory"`, catalog.WaitDefaultBuckets) +
+		histogramLines(family, `name="payments"`, catalog.WaitDefaultBuckets, 0, 0.2)
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
 	requireLintClean(t, c)
 
-	const family = "resilience_bulkhead_wait_duration_seconds"
 	waits := histogramLines(family, `name="inventory"`, catalog.WaitBuckets) +
 		histogramLines(family, `name="payments"`, catalog.WaitBuckets, 0, 0.2)
 	want = strings.Replace(common, "# TYPE resilience_bulkhead_calls_total counter\n",
@@ -110,7 +106,7 @@ resilience_bulkhead_waiting_calls{name="payments"} 1
 	require.NoError(t, testutil.CollectAndCompare(full, strings.NewReader(want), names...))
 	requireLintClean(t, full)
 
-	release() // hands the permit to the waiter, which releases it
+	release.Done() // hands the permit to the waiter, which releases it
 	require.NoError(t, <-errc)
 	st := pay.Snapshot()
 	assert.Equal(t, 0, st.InFlight)

@@ -10,8 +10,9 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 )
 
-// Series of one fresh circuit breaker, by collector option: what the text exposition holds
-// (a histogram counts its buckets, _sum and _count).
+// Series of one fresh circuit breaker, by collector option: what the text exposition holds and
+// a Prometheus without native histogram ingestion stores (a histogram counts its buckets, _sum
+// and _count; by default the call duration carries the catalog's 7 default classic bounds).
 func ExampleWithFullDetail() {
 	reg, _ := instrument.NewRegistry()
 	_, _ = reg.Breaker("payments", breaker.Config{})
@@ -42,7 +43,7 @@ func ExampleWithFullDetail() {
 		fmt.Printf("%s: %d\n", tc.name, n)
 	}
 	// Output:
-	// default: 13
+	// default: 20
 	// classic buckets: 29
 	// full detail: 79
 }

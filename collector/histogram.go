@@ -10,10 +10,11 @@ import (
 
 // Latency distributions are exported as Prometheus native histograms: the schema, the zero
 // bucket and the populated buckets of a histogram.Snapshot as spans and deltas, which a scraper
-// that negotiates protobuf stores as one series. With classic buckets on, the same dto also
-// carries the cumulative counts at the catalog's bounds (powers of two, exact sums of native
-// buckets), for scrapers of the text formats and for Prometheus servers without native histogram
-// ingestion. A native-only histogram reads, in the text formats, as three lines:
+// that negotiates protobuf and ingests native histograms stores as one series. The same dto
+// also carries the cumulative counts at a few classic bounds (the catalog's default bounds, or
+// its full layouts with classic buckets on: powers of two, exact sums of native buckets), which
+// every other scraper stores — a Prometheus with its default configuration, VictoriaMetrics. A
+// histogram without classic bounds reads, in the text formats, as three lines:
 // `_bucket{le="+Inf"}`, `_sum` and `_count`.
 
 // The native histogram parameters every histogram shares. They are addressed by the dto
@@ -158,6 +159,9 @@ var (
 	durationBounds = append([]float64(nil), catalog.DurationBuckets...)
 	backoffBounds  = append([]float64(nil), catalog.BackoffBuckets...)
 	waitBounds     = append([]float64(nil), catalog.WaitBuckets...)
+
+	durationDefaultBounds = append([]float64(nil), catalog.DurationDefaultBuckets...)
+	waitDefaultBounds     = append([]float64(nil), catalog.WaitDefaultBuckets...)
 )
 
 // constHistogram is a prometheus.Metric holding one histogram sample.

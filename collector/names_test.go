@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -44,7 +45,7 @@ func TestHostileNamesNeverBreakTheExposition(t *testing.T) {
 	for _, name := range hostile {
 		// The direct API refuses every kind with a ConfigError naming the value…
 		_, err := reg.Breaker(name, breaker.Config{})
-		var ce *instrument.ConfigError
+		var ce *catalog.ConfigError
 		require.ErrorAs(t, err, &ce, "%q", name)
 		assert.Equal(t, "name", ce.Field)
 		_, err = reg.Retry(name, retry.Config{})

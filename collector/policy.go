@@ -33,7 +33,7 @@ type BreakerSeries struct {
 	// States are the `state` values of resilience_circuitbreaker_state.
 	States [catalog.NumStates]bool
 	// Transitions are the (from, to) pairs of resilience_circuitbreaker_transitions_total:
-	// Transitions[from][to]. Only pairs that breaker.CanTransition allows are ever set.
+	// Transitions[from][to]. Only pairs that catalog.CanTransition allows are ever set.
 	Transitions [catalog.NumStates][catalog.NumStates]bool
 	// Calls are the `kind` values of resilience_circuitbreaker_calls_total.
 	Calls [catalog.NumCallKinds]bool
@@ -52,14 +52,14 @@ type BreakerSeries struct {
 // slow_failed too with slow-call detection on), ignored once counted; the slow-call rate and
 // its threshold with slow-call detection on; the duration of successful calls while the
 // breaker records durations. With FullDetail: every state, every transition
-// breaker.CanTransition allows, every call kind, both duration kinds (while durations are
+// catalog.CanTransition allows, every call kind, both duration kinds (while durations are
 // recorded) and every configuration gauge.
 func (p Policy) Breaker(sn *breaker.Snapshot) BreakerSeries {
 	var s BreakerSeries
 	slowOn := sn.SlowCallDuration > 0
 	for _, from := range catalog.States {
 		for _, to := range catalog.States {
-			if breaker.CanTransition(from, to) {
+			if catalog.CanTransition(from, to) {
 				n := sn.Transitions[from][to]
 				s.Transitions[from][to] = p.FullDetail || to == catalog.StateOpen || n > 0
 				if n > 0 {

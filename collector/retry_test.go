@@ -57,7 +57,7 @@ func retryHistory(t *testing.T, opts ...Option) *Collector {
 	cfg.Clock = fc
 	cfg.Rand = zeroRand{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: 200 * time.Millisecond}
-	cfg.Budget = retry.BudgetConfig{NoFloor: true, NoDecay: true}
+	cfg.Budget = retry.BudgetConfig{DisableFloor: true, DisableDecay: true}
 	pay, err := reg.Retry("payments", cfg)
 	require.NoError(t, err)
 	_, err = reg.Retry("orders", cfg) // unused

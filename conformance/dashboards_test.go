@@ -97,6 +97,9 @@ type grafanaJSON struct {
 
 var labelValuesRE = regexp.MustCompile(`^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
 
+// queryResultRE matches Grafana's query_result(query) variable query.
+var queryResultRE = regexp.MustCompile(`^query_result\((.*)\)$`)
+
 func dashboardQueries(t *testing.T, cfg dashboards.Config) []dashQuery {
 	t.Helper()
 	files, err := dashboards.Generate(cfg)
@@ -131,6 +134,11 @@ func dashboardQueries(t *testing.T, cfg dashboards.Config) []dashQuery {
 			}
 			q, ok := v.Query.(string)
 			require.True(t, ok, "%s variable %s: query is %T", d.UID, v.Name, v.Query)
+			if m := queryResultRE.FindStringSubmatch(q); m != nil {
+				require.Equal(t, "name", v.Name, "%s: only the name variable is a query_result()", d.UID)
+				out = append(out, dashQuery{where: fmt.Sprintf("%s variable %s", d.UID, v.Name), expr: m[1]})
+				continue
+			}
 			m := labelValuesRE.FindStringSubmatch(q)
 			require.NotNil(t, m, "%s variable %s: %q is not label_values(selector, label)", d.UID, v.Name, q)
 			require.Equal(t, v.Name, m[2], "%s variable %s lists another label", d.UID, v.Name)
@@ -451,7 +459,7 @@ func slicesContains(ss []string, s string) bool {
 
 // syntheticSeries is the synthetic scrape, one sample a minute from 0 to 30m: counters grow by
 // 1 a minute, histograms observe one value per bucket a minute, gauges hold gaugeValue.
-func syntheticSeries() []storage.Series {
+func syntheticSeries(form histForm) []storage.Series {
 	var out []storage.Series
 	add := func(name string, ls []string, f func(minute int) float64) {
 		b := labels.NewScratchBuilder(len(ls) + 2)
@@ -468,7 +476,7 @@ func syntheticSeries() []storage.Series {
 		out = append(out, storage.NewListSeries(b.Labels(), samples))
 	}
 	perMinute := func(n int) func(int) float64 { return func(m int) float64 { return float64(n * m) } }
-	addNative := func(name string, ls []string) {
+	addNative := func(name string, ls []string, perMin int) {
 		b := labels.NewScratchBuilder(len(ls) + 1)
 		b.Add(labels.MetricName, name)
 		for _, l := range ls {
@@ -478,9 +486,9 @@ func syntheticSeries() []storage.Series {
 		b.Sort()
 		var samples []chunks.Sample
 		for m := 0; m <= 30; m++ {
-			n := uint64(m)
+			n := uint64(m * perMin)
 			h := &histogram.Histogram{
-				Schema: catalog.NativeSchema, ZeroThreshold: catalog.NativeZeroThreshold, Count: n, Sum: 0.1 * float64(n),
+				Schema: catalog.NativeSchema, ZeroThreshold: catalog.NativeZeroThreshold, Count: n, Sum: observed * float64(n),
 				PositiveSpans: []histogram.Span{{Offset: -13, Length: 1}}, PositiveBuckets: []int64{int64(n)}, // (0.088, 0.1]
 			}
 			samples = append(samples, histogramSample{t: int64(m) * time.Minute.Milliseconds(), h: h.ToFloat(nil)})
@@ -497,19 +505,56 @@ func syntheticSeries() []storage.Series {
 				v := gaugeValue(m, ls)
 				add(name, ls, func(int) float64 { return v })
 			case catalog.Histogram:
-				// Both forms: the native histogram (one series of the metric's own name, one
-				// observation a minute in one bucket) and classic buckets.
-				addNative(name, ls)
-				les := append([]float64{}, m.Buckets...)
-				for i, le := range append(les, math.Inf(1)) {
-					add(name+"_bucket", append(append([]string{}, ls...), `le="`+formatLe(le)+`"`), perMinute(i+1))
+				// One observation a minute (a wait per admission decision) of `observed` seconds: as the native histogram (one
+				// series of the metric's own name, the observation in one bucket) and as the
+				// classic buckets of the collector's default exposition (+Inf, _sum and _count
+				// only, for a histogram without default bounds).
+				perMin := 1
+				if m.Name == catalog.BulkheadWaitDuration.Name {
+					perMin = len(catalog.Admissions) // one wait per admission decision
 				}
-				add(name+"_count", ls, perMinute(len(les)+1))
-				add(name+"_sum", ls, perMinute(1))
+				if form != histClassic {
+					addNative(name, ls, perMin)
+				}
+				if form == histNative {
+					continue
+				}
+				for _, le := range append(append([]float64{}, defaultBounds[m.Name]...), math.Inf(1)) {
+					n := 0
+					if observed <= le {
+						n = perMin
+					}
+					add(name+"_bucket", append(append([]string{}, ls...), `le="`+formatLe(le)+`"`), perMinute(n))
+				}
+				add(name+"_count", ls, perMinute(perMin))
+				add(name+"_sum", ls, func(m int) float64 { return observed * float64(m*perMin) })
 			}
 		}
 	}
 	return out
+}
+
+// histForm is the form in which a synthetic scrape holds the histograms.
+type histForm int
+
+const (
+	histBoth    histForm = iota // native histograms and classic buckets
+	histClassic                 // classic buckets: a Prometheus with its default configuration, VictoriaMetrics
+	histNative                  // native histograms: a Prometheus with scrape_native_histograms
+)
+
+func (f histForm) String() string {
+	return [...]string{"both forms", "classic buckets", "native histograms"}[f]
+}
+
+// observed is the one observation a minute of every synthetic histogram: in the native bucket
+// (2^(-14/4), 2^(-13/4)] ≈ (0.088, 0.105] s.
+const observed = 0.1
+
+// defaultBounds are the classic bounds of the collector's default exposition, by histogram.
+var defaultBounds = map[string][]float64{
+	catalog.BreakerCallDuration.Name:  catalog.DurationDefaultBuckets,
+	catalog.BulkheadWaitDuration.Name: catalog.WaitDefaultBuckets,
 }
 
 // floatSample is a float sample for storage.NewListSeries.
@@ -600,7 +645,15 @@ func forEvaluation(expr string) string {
 // Prometheus engine against a synthetic scrape holding every catalog series: each returns data
 // (no vector-matching mistake silently empties a panel), and the key numbers are right.
 func TestDashboardQueriesReturnData(t *testing.T) {
-	store := memStorage{series: syntheticSeries()}
+	for _, form := range []histForm{histBoth, histClassic, histNative} {
+		t.Run(form.String(), func(t *testing.T) { testDashboardQueriesReturnData(t, form) })
+	}
+}
+
+// testDashboardQueriesReturnData is TestDashboardQueriesReturnData with the histograms stored
+// in the given form.
+func testDashboardQueriesReturnData(t *testing.T, form histForm) {
+	store := memStorage{series: syntheticSeries(form)}
 	engine := promql.NewEngine(promql.EngineOpts{
 		MaxSamples:    1_000_000,
 		Timeout:       10 * time.Second,
@@ -619,11 +672,14 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		require.NoError(t, err, expr)
 		return v
 	}
-	// Classic buckets: every query returns data too.
-	for _, q := range dashboardQueries(t, dashboards.Config{Histograms: dashboards.ClassicHistograms}) {
-		expr := forEvaluation(q.expr)
-		v := eval(expr)
-		assert.NotEmpty(t, v, "classic histograms: %s returns no data: %s", q.where, expr)
+	// The dashboards generated for the one form the server stores return data too.
+	only := map[histForm]dashboards.Histograms{histClassic: dashboards.ClassicHistograms, histNative: dashboards.NativeHistograms}
+	if h, ok := only[form]; ok {
+		for _, q := range dashboardQueries(t, dashboards.Config{Histograms: h}) {
+			expr := forEvaluation(q.expr)
+			v := eval(expr)
+			assert.NotEmpty(t, v, "histograms: %s: %s returns no data: %s", h, q.where, expr)
+		}
 	}
 	byWhere := map[string]promql.Vector{}
 	for _, q := range dashboardQueries(t, dashboards.Config{}) {
@@ -677,10 +733,27 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	assert.Len(t, byWhere[`stormwatch-overview panel "Failed attempts by error class" A`], len(catalog.Classes))
 	assert.Len(t, byWhere[`stormwatch-overview panel "Fallbacks by cause" A`], len(catalog.Causes))
 	assert.Len(t, byWhere[`stormwatch-overview panel "Backoff delays by source" A`], len(catalog.Names(catalog.DelaySources[:])))
-	// Quantiles of the native histograms: every observation is in the bucket (2^(-14/4), 2^(-13/4)].
+	// The mean backoff delay is the one observation, whichever form is stored.
+	for _, s := range byWhere[`stormwatch-overview panel "Backoff delays by source" A`] {
+		assert.InDelta(t, observed, s.F, 1e-9, "mean backoff")
+	}
+	// Callers waiting (Little's law): the wait per second — one observation of 0.1 s per
+	// admission decision, one decision of each kind a minute — whichever form is stored.
+	require.NotEmpty(t, byWhere[`stormwatch-dependency panel "Waiting callers" A`])
+	for _, s := range byWhere[`stormwatch-dependency panel "Waiting callers" A`] {
+		assert.InDelta(t, observed*float64(len(catalog.Admissions))/60, s.F, 1e-9, "callers waiting: %v", s)
+	}
+	// Quantiles: of the native histograms, in the observation's native bucket
+	// (2^(-14/4), 2^(-13/4)]; of the default classic buckets (a factor 4 apart), in the classic
+	// bucket that holds it, (1/16, 1/4].
+	lo, hi := math.Exp2(-14.0/4), math.Exp2(-13.0/4)
+	if form != histNative { // the classic side of `or` first
+		lo, hi = 1.0/16, 1.0/4
+	}
 	for _, where := range []string{`stormwatch-overview panel "Call latency" A`, `stormwatch-overview panel "Wait for a permit" B`} {
+		require.NotEmpty(t, byWhere[where], where)
 		for _, s := range byWhere[where] {
-			assert.True(t, s.F > math.Exp2(-14.0/4) && s.F <= math.Exp2(-13.0/4), "%s: %v", where, s)
+			assert.True(t, s.F > lo && s.F <= hi, "%s: %v not in (%v, %v]", where, s, lo, hi)
 		}
 	}
 }

@@ -61,15 +61,17 @@ const (
 // delays, bulkhead waits), which decides how the quantile panels query them.
 type Histograms string
 
-// The histogram forms.
+// The histogram forms. The default ("") is either: every histogram query reads the classic
+// buckets `or` the native histogram, whichever the server stored — classic buckets in a
+// Prometheus with its default configuration (no native histogram ingestion until Prometheus 4)
+// and in VictoriaMetrics, native histograms with `scrape_native_histograms: true` (the
+// collector's default exposition carries both).
 const (
-	// NativeHistograms: Prometheus scrapes the collector's native histograms (protobuf scraping
-	// with native histogram ingestion on, the collector's default exposition). One series per
-	// histogram; quantiles are histogram_quantile(φ, sum by (…) (rate(m[w]))).
+	// NativeHistograms: only native histograms (one series per histogram); quantiles are
+	// histogram_quantile(φ, sum by (…) (rate(m[w]))).
 	NativeHistograms Histograms = "native"
-	// ClassicHistograms: Prometheus stores classic buckets (collector.WithClassicBuckets or
-	// collector.WithFullDetail, scraped without native histogram ingestion); quantiles are
-	// histogram_quantile(φ, sum by (…, le) (rate(m_bucket[w]))).
+	// ClassicHistograms: only classic buckets; quantiles are histogram_quantile(φ, sum by (…,
+	// le) (rate(m_bucket[w]))).
 	ClassicHistograms Histograms = "classic"
 )
 
@@ -106,8 +108,8 @@ type Config struct {
 	// DefaultGroupBy (job, name). Legacy label names only; not instance, datasource, a label
 	// stormwatch's metrics set themselves, nor one starting with __; at most MaxGroupBy.
 	GroupBy []string
-	// Histograms is the form in which Prometheus stores the latency histograms: NativeHistograms
-	// (also "") or ClassicHistograms. Anything else is a *catalog.ConfigError with Field
+	// Histograms is the form in which Prometheus stores the latency histograms: "" (whichever
+	// exists), NativeHistograms or ClassicHistograms. Anything else is a *catalog.ConfigError with Field
 	// "dashboards.histograms".
 	Histograms Histograms
 }
@@ -135,6 +137,7 @@ type resolved struct {
 	uidPrefix    string
 	provisioning bool
 	classic      bool // the histograms are classic buckets
+	native       bool // the histograms are native histograms; neither: whichever exists
 	// groupBy are GroupBy with name; extras the labels among them that are variables of their
 	// own (not job, not name).
 	groupBy []string
@@ -212,7 +215,9 @@ func (cfg Config) resolve() (resolved, error) {
 		}
 	}
 	switch cfg.Histograms {
-	case "", NativeHistograms:
+	case "":
+	case NativeHistograms:
+		r.native = true
 	case ClassicHistograms:
 		r.classic = true
 	default:

@@ -418,37 +418,44 @@ const (
 
 // variables are the template variables: datasource, one per extra group_by label, job,
 // instance and name, each listing the values that the ones before it select. With singleName
-// the name variable takes exactly one value (the Dependency dashboard).
+// the name variable takes exactly one value (the Dependency dashboard). The labels come from
+// one metric each (promql.anchor, promql.names), never from a regular expression over
+// __name__.
 func variables(r resolved, singleName bool) []cog.Builder[dashboard.VariableModel] {
 	q := newPromQL(r, singleName)
-	query := func(name, label, expr string, multi bool, all string) cog.Builder[dashboard.VariableModel] {
-		b := dashboard.NewQueryVariableBuilder(name).
-			Label(label).
-			Datasource(datasourceRef()).
-			Query(dashboard.StringOrMap{String: cog.ToPtr(expr)}).
-			Definition(expr).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
-			Multi(multi).
-			IncludeAll(multi)
-		if multi {
-			b = b.AllValue(all)
-		}
-		return b
-	}
 	out := []cog.Builder[dashboard.VariableModel]{
 		dashboard.NewDatasourceVariableBuilder(varDatasource).Label("Data source").Type(prometheusType),
 	}
 	var before []selector.Matcher
 	for _, l := range r.extras {
-		out = append(out, query(l, l, labelValues(q.presence(false, before...), l), true, anyValue))
+		out = append(out, queryVariable(l, l, labelValues(q.anchor(before...), l), true, anyValue))
 		before = append(before, variable(l, l))
 	}
-	out = append(out, query(varJob, "Job", labelValues(q.presence(false, before...), labelJob), true, allValue))
+	out = append(out, queryVariable(varJob, "Job", labelValues(q.anchor(before...), labelJob), true, allValue))
 	before = append(before, variable(labelJob, varJob))
-	out = append(out, query(varInstance, "Instance", labelValues(q.presence(false, before...), labelInstance), true, allValue))
+	out = append(out, queryVariable(varInstance, "Instance", labelValues(q.anchor(before...), labelInstance), true, allValue))
 	before = append(before, variable(labelInstance, varInstance))
-	return append(out, query(varName, "Name", labelValues(q.presence(true, before...), catalog.LabelName), !singleName, allValue))
+	name := queryVariable(varName, "Name", queryResult(q.names(before...)), !singleName, allValue)
+	return append(out, name.Regex(nameRegex))
+}
+
+// queryVariable is a query variable over the templated datasource, refreshed on time range
+// change (what Grafana's dashboard linter asks), sorted; a multi-value one has "All", the
+// regular expression all.
+func queryVariable(name, label, expr string, multi bool, all string) *dashboard.QueryVariableBuilder {
+	b := dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(datasourceRef()).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(expr)}).
+		Definition(expr).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(multi).
+		IncludeAll(multi)
+	if multi {
+		b = b.AllValue(all)
+	}
+	return b
 }
 
 // tripAnnotation marks every breaker trip (a transition to open) on the time series panels.

@@ -165,15 +165,36 @@ func queriesOf(t *testing.T, d dashboard.Dashboard) []query {
 		}
 		require.NotNil(t, v.Query)
 		require.NotNil(t, v.Query.String, "variable %s", v.Name)
+		if expr, ok := parseQueryResult(*v.Query.String); ok {
+			// The name variable: the names of an instant query, by the name label.
+			require.Equal(t, varName, v.Name, "only the name variable is a query_result()")
+			require.NotNil(t, v.Regex, "variable %s extracts the name", v.Name)
+			assert.Equal(t, nameRegex, *v.Regex)
+			out = append(out, query{where: "variable " + v.Name, expr: expr})
+			continue
+		}
 		sel, label, ok := parseLabelValues(*v.Query.String)
-		require.True(t, ok, "variable %s: %q is not label_values(selector, label)", v.Name, *v.Query.String)
+		require.True(t, ok, "variable %s: %q is not label_values(selector, label) nor query_result(query)", v.Name, *v.Query.String)
 		require.Equal(t, v.Name, label, "variable %s lists another label", v.Name)
+		if !strings.Contains(sel, "{") {
+			sel += "{}" // a bare metric name: the same selector
+		}
 		out = append(out, query{where: "variable " + v.Name, expr: sel})
 	}
 	return out
 }
 
 var labelValuesRE = regexp.MustCompile(`^label_values\((.*), ([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+
+var queryResultRE = regexp.MustCompile(`^query_result\((.*)\)$`)
+
+func parseQueryResult(s string) (query string, ok bool) {
+	m := queryResultRE.FindStringSubmatch(s)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
 
 func parseLabelValues(s string) (selector, label string, ok bool) {
 	m := labelValuesRE.FindStringSubmatch(s)
@@ -584,9 +605,9 @@ func TestUnitsFollowTheQueries(t *testing.T) {
 				exprs += tg.(*prometheus.Dataquery).Expr + "\n"
 			}
 			switch {
-			case strings.Contains(exprs, "histogram_sum("):
+			case strings.Contains(exprs, ") * (sum"):
 				assert.Equal(t, "short", unit, "%s: callers (Little's law)", *p.Title)
-			case strings.Contains(exprs, "histogram_quantile"), strings.Contains(exprs, "time() -"):
+			case strings.Contains(exprs, "histogram_quantile"), strings.Contains(exprs, "histogram_avg("), strings.Contains(exprs, "time() -"):
 				assert.Equal(t, "s", unit, *p.Title)
 			case strings.Contains(exprs, " / ("), strings.Contains(exprs, "failure_rate"), strings.Contains(exprs, "slow_call_rate"):
 				assert.Equal(t, "percentunit", unit, *p.Title)

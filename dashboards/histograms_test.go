@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,55 +21,95 @@ func histogramMetrics() (out []catalog.Metric) {
 	return out
 }
 
-// TestQuantileFollowsTheHistogramForm checks every quantile query of both dashboards: over the
-// native histograms by default (the metric itself, no le), over classic buckets (_bucket, by le)
-// with histograms: classic.
+// TestQuantileFollowsTheHistogramForm checks every quantile query of both dashboards: by
+// default the classic one (_bucket, by le) `or` the native one (the metric itself, no le), so
+// that a Prometheus storing either form draws the panel; one of them with histograms: native or
+// classic.
 func TestQuantileFollowsTheHistogramForm(t *testing.T) {
+	classicRE := regexp.MustCompile(`^histogram_quantile\(0\.\d+, sum by \([^)]*\ble\) \(rate\([a-z_]+_bucket\{[^}]*\}\[\$__rate_interval\]\)\)\)$`)
+	nativeRE := regexp.MustCompile(`^histogram_quantile\(0\.\d+, sum(?: by \([^)]*\))? \(rate\([a-z_]+_seconds\{[^}]*\}\[\$__rate_interval\]\)\)\)$`)
 	for _, tc := range []struct {
-		cfg     Config
-		classic bool
-	}{{Config{}, false}, {Config{Histograms: NativeHistograms}, false}, {Config{Histograms: ClassicHistograms}, true}} {
+		cfg             Config
+		classic, native bool
+	}{{Config{}, true, true}, {Config{Histograms: NativeHistograms}, false, true}, {Config{Histograms: ClassicHistograms}, true, false}} {
 		quantiles := 0
 		for path, d := range dashboardsOf(t, generate(t, tc.cfg)) {
 			for _, q := range queriesOf(t, d) {
 				if !strings.Contains(q.expr, "histogram_quantile(") {
-					if !q.panel || strings.Contains(q.expr, "histogram_sum(") || strings.Contains(q.expr, "_sum{") {
-						continue // the variables' presence selectors; Little's law over the wait histogram's sum
-					}
-					for _, m := range histogramMetrics() {
-						assert.NotContains(t, q.expr, m.FullName(catalog.DefaultNamespace), "%s %s: a histogram outside a quantile", path, q.where)
-					}
 					continue
 				}
 				quantiles++
+				parts := strings.Split(q.expr, " or ")
+				var want []*regexp.Regexp
 				if tc.classic {
-					assert.Contains(t, q.expr, "_bucket{", "%s %s", path, q.where)
-					assert.Regexp(t, `sum by \([^)]*\ble\)`, q.expr, "%s %s", path, q.where)
-					continue
+					want = append(want, classicRE)
 				}
-				assert.NotContains(t, q.expr, "_bucket", "%s %s", path, q.where)
-				assert.NotRegexp(t, `\ble\b`, q.expr, "%s %s", path, q.where)
-				named := false
-				for _, m := range histogramMetrics() {
-					named = named || strings.Contains(q.expr, "rate("+m.FullName(catalog.DefaultNamespace)+"{")
+				if tc.native {
+					want = append(want, nativeRE)
 				}
-				assert.True(t, named, "%s %s: the native histogram itself is rated: %s", path, q.where, q.expr)
+				require.Len(t, parts, len(want), "%s %s: %s", path, q.where, q.expr)
+				for i, re := range want {
+					assert.Regexp(t, re, parts[i], "%s %s", path, q.where)
+				}
 			}
 		}
-		assert.Equal(t, 2*(3+2+2), quantiles, "p50/p95/p99 latency, p50/p95 backoff, p50/p99 wait on each dashboard")
+		assert.Equal(t, 2*(3+2), quantiles, "p50/p95/p99 latency, p50/p99 wait on each dashboard")
 	}
 }
 
-func TestQuantileQueryForms(t *testing.T) {
-	r, err := Config{}.resolve()
+// TestHistogramsOutsideQuantilesReadEitherForm checks the panels that read a histogram without
+// a quantile (the mean backoff delay, the callers waiting): by default each reads the classic
+// series or the native one, and never histogram_sum or histogram_count (which VictoriaMetrics'
+// MetricsQL does not have).
+func TestHistogramsOutsideQuantilesReadEitherForm(t *testing.T) {
+	n := 0
+	for path, d := range dashboardsOf(t, generate(t, Config{})) {
+		for _, q := range queriesOf(t, d) {
+			if !q.panel || strings.Contains(q.expr, "histogram_quantile(") {
+				continue
+			}
+			for _, m := range histogramMetrics() {
+				name := m.FullName(catalog.DefaultNamespace)
+				if !strings.Contains(q.expr, name) {
+					continue
+				}
+				n++
+				assert.NotContains(t, q.expr, "histogram_sum(", "%s %s", path, q.where)
+				assert.NotContains(t, q.expr, "histogram_count(", "%s %s", path, q.where)
+				assert.Contains(t, q.expr, "rate("+name+"_sum{", "%s %s: the classic side", path, q.where)
+				assert.Contains(t, q.expr, "or histogram_avg(", "%s %s: the native side", path, q.where)
+				assert.Contains(t, q.expr, "rate("+name+"{", "%s %s: the native side", path, q.where)
+			}
+		}
+	}
+	assert.Equal(t, 2*2, n, "mean backoff and callers waiting on each dashboard")
+}
+
+func TestHistogramQueryForms(t *testing.T) {
+	calls := catalog.BulkheadCalls
+	const callsSel = `resilience_bulkhead_calls_total{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval]`
+	r, err := Config{Histograms: NativeHistograms}.resolve()
 	require.NoError(t, err)
 	q := newPromQL(r, false)
-	assert.Equal(t,
-		`histogram_quantile(0.99, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval])))`,
+	const waitSel = `resilience_bulkhead_wait_duration_seconds{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval]`
+	assert.Equal(t, `histogram_quantile(0.99, sum by (job, name) (rate(`+waitSel+`)))`,
 		q.quantile("0.99", catalog.BulkheadWaitDuration, []string{"job", "name"}))
+	assert.Equal(t, `histogram_sum(sum by (job) (rate(`+waitSel+`)))`, q.sumRate(catalog.BulkheadWaitDuration, []string{"job"}, calls))
+	assert.Equal(t, `histogram_avg(sum by (job) (rate(`+waitSel+`)))`, q.mean(catalog.BulkheadWaitDuration, []string{"job"}))
+
+	r, err = Config{}.resolve()
+	require.NoError(t, err)
+	q = newPromQL(r, false)
+	const waitSum = `resilience_bulkhead_wait_duration_seconds_sum{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval]`
+	const waitCount = `resilience_bulkhead_wait_duration_seconds_count{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval]`
 	assert.Equal(t,
-		`histogram_sum(rate(resilience_bulkhead_wait_duration_seconds{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval]))`,
-		q.sumRate(catalog.BulkheadWaitDuration))
+		`histogram_quantile(0.99, sum by (job, name, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~"$job", instance=~"$instance", name=~"$name"}[$__rate_interval])))`+
+			` or histogram_quantile(0.99, sum by (job, name) (rate(`+waitSel+`)))`,
+		q.quantile("0.99", catalog.BulkheadWaitDuration, []string{"job", "name"}))
+	assert.Equal(t, `sum by (job) (rate(`+waitSum+`)) or histogram_avg(sum by (job) (rate(`+waitSel+`))) * (sum by (job) (rate(`+callsSel+`)) > 0)`,
+		q.sumRate(catalog.BulkheadWaitDuration, []string{"job"}, calls))
+	assert.Equal(t, `sum by (job) (rate(`+waitSum+`)) / (sum by (job) (rate(`+waitCount+`)) > 0)`+
+		` or histogram_avg(sum by (job) (rate(`+waitSel+`)))`, q.mean(catalog.BulkheadWaitDuration, []string{"job"}))
 
 	r, err = Config{Histograms: ClassicHistograms, Namespace: "acme"}.resolve()
 	require.NoError(t, err)
@@ -77,8 +118,8 @@ func TestQuantileQueryForms(t *testing.T) {
 		`histogram_quantile(0.5, sum by (job, source, le) (rate(acme_retry_backoff_seconds_bucket{job=~"$job", instance=~"$instance", name="$name"}[$__rate_interval])))`,
 		q.quantile("0.5", catalog.RetryBackoff, []string{"job", "source"}))
 	assert.Equal(t,
-		`rate(acme_bulkhead_wait_duration_seconds_sum{job=~"$job", instance=~"$instance", name="$name"}[$__rate_interval])`,
-		q.sumRate(catalog.BulkheadWaitDuration))
+		`sum(rate(acme_bulkhead_wait_duration_seconds_sum{job=~"$job", instance=~"$instance", name="$name"}[$__rate_interval]))`,
+		q.sumRate(catalog.BulkheadWaitDuration, nil, calls))
 }
 
 func TestHistogramsConfigError(t *testing.T) {

@@ -24,9 +24,6 @@ const (
 	labelInstance = "instance"
 )
 
-// labelMetricName is the label holding a series' metric name.
-const labelMetricName = "__name__"
-
 // promql writes the PromQL of one dashboard over catalog metrics. Every vector selector it
 // writes carries the dashboard's variable matchers and the configured extra selector.
 type promql struct {
@@ -35,13 +32,32 @@ type promql struct {
 	// nameMatcher filters the `name` label: a regex match for multi-value variables, an exact
 	// match for single-value ones.
 	nameMatcher selector.Matcher
-	// classic: the histograms are stored as classic buckets (_bucket, _sum, _count series);
-	// otherwise as native histograms (one series each).
-	classic bool
+	// hist is the form in which the histograms are stored.
+	hist histForm
 }
 
+// histForm is the form in which Prometheus stores the latency histograms, for the queries.
+type histForm int
+
+const (
+	// histEither: whichever the server stored, classic buckets (a Prometheus without native
+	// histogram ingestion, VictoriaMetrics) or native histograms (ingestion on): each histogram
+	// query is the classic one `or` the native one. The classic series (m_bucket, m_sum,
+	// m_count) and the native one (m) have different names, so at most one side selects data
+	// for a given target, and a fleet that mixes both gets the union.
+	histEither  histForm = iota
+	histNative           // native histograms only (one series each)
+	histClassic          // classic buckets only (_bucket, _sum, _count series)
+)
+
 func newPromQL(r resolved, singleName bool) promql {
-	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName), classic: r.classic}
+	q := promql{ns: r.ns, selector: r.selector, nameMatcher: variable(catalog.LabelName, varName)}
+	switch {
+	case r.classic:
+		q.hist = histClassic
+	case r.native:
+		q.hist = histNative
+	}
 	if singleName {
 		q.nameMatcher = eq(catalog.LabelName, "$"+varName)
 	}
@@ -110,27 +126,61 @@ func (q promql) increase(m catalog.Metric, matchers ...selector.Matcher) string 
 	return "increase(" + q.sel(m, matchers...) + rateWindow + ")"
 }
 
-// quantile is the phi quantile of histogram m, aggregated over the by labels: of the native
-// histograms, histogram_quantile(φ, sum by (by) (rate(m[w]))); of classic buckets,
-// histogram_quantile(φ, sum by (by, le) (rate(m_bucket[w]))).
+// quantile is the phi quantile of histogram m, aggregated over the by labels: of classic
+// buckets, histogram_quantile(φ, sum by (by, le) (rate(m_bucket[w]))); of native histograms,
+// histogram_quantile(φ, sum by (by) (rate(m[w]))); of either, the first `or` the second.
 func (q promql) quantile(phi string, m catalog.Metric, by []string, matchers ...selector.Matcher) string {
-	if !q.classic {
-		inner := "rate(" + q.sel(m, matchers...) + rateWindow + ")"
-		return "histogram_quantile(" + phi + ", " + sumBy(by, inner) + ")"
-	}
-	inner := "rate(" + q.bucket(m, matchers...) + rateWindow + ")"
-	return "histogram_quantile(" + phi + ", " + sumBy(append(append([]string{}, by...), "le"), inner) + ")"
+	classic := "histogram_quantile(" + phi + ", " +
+		sumBy(append(append([]string{}, by...), "le"), "rate("+q.bucket(m, matchers...)+rateWindow+")") + ")"
+	native := "histogram_quantile(" + phi + ", " + sumBy(by, q.rate(m, matchers...)) + ")"
+	return q.either(classic, native)
 }
 
-// sumRate is the per-second increase of histogram m's sum of observations, per series: of a
-// native histogram histogram_sum(rate(m[w])), of classic buckets rate(m_sum[w]). Of a duration
-// histogram it is the average number of observations in progress (Little's law): of the
-// bulkhead's wait histogram, the average number of callers waiting.
-func (q promql) sumRate(m catalog.Metric, matchers ...selector.Matcher) string {
-	if !q.classic {
-		return "histogram_sum(rate(" + q.sel(m, matchers...) + rateWindow + "))"
+// mean is the mean observation of histogram m over the rate window, aggregated over the by
+// labels: of classic buckets sum(rate(m_sum)) / sum(rate(m_count)), of native histograms
+// histogram_avg(sum(rate(m))); empty while nothing was observed.
+func (q promql) mean(m catalog.Metric, by []string, matchers ...selector.Matcher) string {
+	classic := ratio(sumBy(by, q.rateOf(m, "_sum", matchers...)), sumBy(by, q.rateOf(m, "_count", matchers...)))
+	native := "histogram_avg(" + sumBy(by, q.rate(m, matchers...)) + ")"
+	return q.either(classic, native)
+}
+
+// sumRate is the per-second increase of histogram m's sum of observations, aggregated over the
+// by labels: of classic buckets sum(rate(m_sum[w])); of native histograms
+// histogram_sum(sum(rate(m[w]))). Of a duration histogram it is the average number of
+// observations in progress (Little's law): of the bulkhead's wait histogram, the average number
+// of callers waiting.
+//
+// Of either form, the native side is histogram_avg(sum(rate(m[w]))) * sum(rate(observations[w])),
+// observations being a counter of m's observations (empty while it is 0): VictoriaMetrics'
+// MetricsQL, which must parse every query, has histogram_avg but neither histogram_sum nor
+// histogram_count.
+func (q promql) sumRate(m catalog.Metric, by []string, observations catalog.Metric, matchers ...selector.Matcher) string {
+	classic := sumBy(by, q.rateOf(m, "_sum", matchers...))
+	switch q.hist {
+	case histClassic:
+		return classic
+	case histNative:
+		return "histogram_sum(" + sumBy(by, q.rate(m, matchers...)) + ")"
 	}
-	return "rate(" + q.series(m, histogramSeries(m, q.ns, "_sum"), matchers...) + rateWindow + ")"
+	return classic + " or histogram_avg(" + sumBy(by, q.rate(m, matchers...)) + ") * (" +
+		sumBy(by, q.rate(observations, matchers...)) + " > 0)"
+}
+
+// rateOf is rate() of histogram m's series with the given suffix (_bucket, _sum, _count).
+func (q promql) rateOf(m catalog.Metric, suffix string, matchers ...selector.Matcher) string {
+	return "rate(" + q.series(m, histogramSeries(m, q.ns, suffix), matchers...) + rateWindow + ")"
+}
+
+// either is the query of the histogram form in use: classic, native, or classic `or` native.
+func (q promql) either(classic, native string) string {
+	switch q.hist {
+	case histClassic:
+		return classic
+	case histNative:
+		return native
+	}
+	return classic + " or " + native
 }
 
 // sumBy is sum by (labels) (expr), or sum(expr) without labels.
@@ -152,25 +202,47 @@ func ratio(num, den string) string { return num + " / (" + den + " > 0)" }
 // zero makes expr answer 0 rather than no data when it selects nothing.
 func zero(expr string) string { return expr + " or vector(0)" }
 
-// presence returns a selector matching every series the catalog exports under the namespace
-// (histograms by their _count series), for label_values() in the variables. With withName,
-// only metrics that carry the `name` label.
-func (q promql) presence(withName bool, matchers ...selector.Matcher) string {
-	var names []string
-	for _, m := range catalog.All() {
-		if _, ok := m.Label(catalog.LabelName); withName && !ok {
-			continue
-		}
-		if m.Type == catalog.Histogram {
-			names = append(names, histogramSeries(m, q.ns, "_count"))
-		} else {
-			names = append(names, m.FullName(q.ns))
-		}
-	}
-	ms := append([]selector.Matcher{oneOf(labelMetricName, names...)}, matchers...)
-	ms = append(ms, q.selector...)
-	return "{" + selector.Matchers(ms).String() + "}"
+// anchor selects the registry's overflow counter, which every process exporting the catalog
+// exports for every primitive kind from the start (at 0): the job, instance and group_by
+// variables list their values from the label index of this one metric, cheap on a large TSDB
+// (no regular expression over __name__).
+func (q promql) anchor(matchers ...selector.Matcher) string {
+	ms := append(append([]selector.Matcher{}, matchers...), q.selector...)
+	return selector.Vector(catalog.RegistryOverflow.FullName(q.ns), ms...)
 }
+
+// nameAnchors are one series of every named primitive, each always exported (from 0) with
+// the primitive's name: a breaker's rejections, a retry's attempts, a bulkhead's permits, a
+// timeout's timed-out attempts, a fallback's invocations of cause error.
+var nameAnchors = []struct {
+	m        catalog.Metric
+	matchers []selector.Matcher
+}{
+	{catalog.BreakerNotPermitted, nil},
+	{catalog.RetryAttempts, nil},
+	{catalog.BulkheadMaxConcurrent, nil},
+	{catalog.TimeoutCalls, []selector.Matcher{eq(catalog.LabelKind, catalog.TimeoutTimedOut.String())}},
+	{catalog.FallbackCalls, []selector.Matcher{eq(catalog.LabelCause, catalog.CauseError.String())}},
+}
+
+// names is the instant query behind the name variable: the names of every primitive, one
+// series per name, from one series of each primitive kind selected by its metric name
+// (nameAnchors) and the matchers.
+func (q promql) names(matchers ...selector.Matcher) string {
+	var parts []string
+	for _, a := range nameAnchors {
+		ms := append(append(append([]selector.Matcher{}, a.matchers...), matchers...), q.selector...)
+		parts = append(parts, selector.Vector(a.m.FullName(q.ns), ms...))
+	}
+	return "count by (" + catalog.LabelName + ") (" + strings.Join(parts, " or ") + ")"
+}
+
+// queryResult is Grafana's query_result(query) variable query; nameRegex extracts the value of
+// the name label from each of its lines.
+func queryResult(query string) string { return "query_result(" + query + ")" }
+
+// nameRegex extracts the name label's value from a query_result() line.
+const nameRegex = `/` + catalog.LabelName + `="([^"]+)"/`
 
 // labelValues is Grafana's label_values(selector, label) variable query.
 func labelValues(selector, label string) string {

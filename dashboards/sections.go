@@ -274,11 +274,14 @@ func (v view) retryRow() rowBuilder {
 		graph{
 			id:    205,
 			title: "Backoff delays by source",
-			description: "Median and 95th percentile of the delays actually waited before retries, by what set them: " +
-				"the backoff policy or the server's Retry-After.",
-			unit:    units.Seconds,
-			width:   half,
-			targets: v.quantileTargets(catalog.RetryBackoff, with(v.agg, catalog.LabelSource), legendWith(v.aggLegend, catalog.LabelSource), "0.5", "0.95"),
+			description: "Mean delay actually waited before a retry, by what set it: the backoff policy or the " +
+				"server's Retry-After.",
+			unit:  units.Seconds,
+			width: half,
+			targets: []target{{
+				expr:   q.mean(catalog.RetryBackoff, with(v.agg, catalog.LabelSource)),
+				legend: legendWith(v.aggLegend, catalog.LabelSource) + " mean",
+			}},
 		}.build(),
 		graph{
 			id:    206,
@@ -321,9 +324,13 @@ func (v view) bulkheadRow() rowBuilder {
 			title: "Waiting callers",
 			description: "Average number of callers waiting for a bulkhead permit over $__rate_interval: the time waited " +
 				"per second, from the wait histogram (Little's law) — unlike a scrape-time sample, it misses no burst.",
-			unit:    units.Short,
-			width:   half,
-			targets: []target{{expr: sumBy(v.inst, q.sumRate(catalog.BulkheadWaitDuration)), legend: v.instLegend}},
+			unit:  units.Short,
+			width: half,
+			targets: []target{{
+				// Every admission decision is one observation of the wait histogram.
+				expr:   q.sumRate(catalog.BulkheadWaitDuration, v.inst, catalog.BulkheadCalls),
+				legend: v.instLegend,
+			}},
 		}.build(),
 		graph{
 			id:          303,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -43,7 +44,7 @@ func GenerateSLOs(cfg Config, slos []rules.SLOInfo) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboards: encoding %s%s: %w", r.uidPrefix, sloSuffix, err)
 	}
-	return []File{{Path: Dir + "/" + r.uidPrefix + sloSuffix + ".json", Data: data}}, nil
+	return []File{{Path: Dir + "/" + r.uidPrefix + sloSuffix + ".json", Data: data}, lintFile(r, slos)}, nil
 }
 
 // sloQuery writes the queries of one SLO's row: its recorded series, selected by slo, the job
@@ -99,43 +100,52 @@ func sloDashboard(r resolved, slos []rules.SLOInfo) (dashboard.Dashboard, error)
 	return addRows(b, rows...).Build()
 }
 
-// sloVariables are the datasource, job and name variables, over the SLOs' recorded series.
+// sloVariables are the datasource, job, instance and name variables. Job and instance list the
+// processes exporting the catalog (the registry's overflow counter, as on the other
+// dashboards): Grafana's dashboard linter asks for both, though the recorded series keep job
+// only when the SLO rules group by it and never keep instance (the .lint file beside the
+// dashboards says so, lintExclusions). Name lists the dependencies of the SLOs from the series
+// they record, by metric name (no regular expression over __name__).
 func sloVariables(r resolved, slos []rules.SLOInfo) []cog.Builder[dashboard.VariableModel] {
-	var names, ids []string
+	q := newPromQL(r, false)
 	withJob := true
+	for _, s := range slos {
+		withJob = withJob && slices.Contains(s.GroupBy, labelJob)
+	}
+	vars := []cog.Builder[dashboard.VariableModel]{
+		dashboard.NewDatasourceVariableBuilder(varDatasource).Label("Data source").Type(prometheusType),
+		queryVariable(varJob, "Job", labelValues(q.anchor(), labelJob), true, allValue),
+		queryVariable(varInstance, "Instance", labelValues(q.anchor(variable(labelJob, varJob)), labelInstance), true, allValue),
+	}
+	// One selector per recorded calls series, each with the ids of the SLOs that record it.
+	var names []string
+	ids := map[string][]string{}
 	for _, s := range slos {
 		if !slices.Contains(names, s.Calls) {
 			names = append(names, s.Calls)
 		}
-		ids = append(ids, regexpQuote(s.ID))
-		withJob = withJob && slices.Contains(s.GroupBy, labelJob)
+		ids[s.Calls] = append(ids[s.Calls], s.ID)
 	}
-	presence := func(ms ...selector.Matcher) string {
-		all := append([]selector.Matcher{oneOf(labelMetricName, names...), oneOf(rules.LabelSLO, ids...)}, ms...)
-		all = append(all, r.selector...)
-		return "{" + selector.Matchers(all).String() + "}"
+	var sels []string
+	for _, n := range names {
+		ms := []selector.Matcher{eq(rules.LabelSLO, ids[n][0])}
+		if len(ids[n]) > 1 {
+			quoted := make([]string, len(ids[n]))
+			for i, id := range ids[n] {
+				quoted[i] = regexpQuote(id)
+			}
+			ms[0] = oneOf(rules.LabelSLO, quoted...)
+		}
+		if withJob {
+			ms = append(ms, variable(labelJob, varJob))
+		}
+		sels = append(sels, selector.Vector(n, append(ms, r.selector...)...))
 	}
-	query := func(name, label, expr string) cog.Builder[dashboard.VariableModel] {
-		return dashboard.NewQueryVariableBuilder(name).
-			Label(label).
-			Datasource(datasourceRef()).
-			Query(dashboard.StringOrMap{String: cog.ToPtr(expr)}).
-			Definition(expr).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
-			Multi(true).
-			IncludeAll(true).
-			AllValue(".*")
+	if len(sels) == 1 {
+		return append(vars, queryVariable(varName, "Dependency", labelValues(sels[0], catalog.LabelName), true, allValue))
 	}
-	vars := []cog.Builder[dashboard.VariableModel]{
-		dashboard.NewDatasourceVariableBuilder(varDatasource).Label("Data source").Type(prometheusType),
-	}
-	var nameMs []selector.Matcher
-	if withJob {
-		vars = append(vars, query(varJob, "Job", labelValues(presence(), labelJob)))
-		nameMs = append(nameMs, variable(labelJob, varJob))
-	}
-	return append(vars, query(varName, "Dependency", labelValues(presence(nameMs...), catalog.LabelName)))
+	expr := queryResult("count by (" + catalog.LabelName + ") (" + strings.Join(sels, " or ") + ")")
+	return append(vars, queryVariable(varName, "Dependency", expr, true, allValue).Regex(nameRegex))
 }
 
 // regexpQuote escapes the regular-expression metacharacters of an SLO id for a =~ matcher.

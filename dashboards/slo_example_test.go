@@ -24,4 +24,5 @@ func ExampleGenerateSLOs() {
 	}
 	// Output:
 	// dashboards/stormwatch-slos.json
+	// dashboards/.lint
 }

@@ -37,7 +37,8 @@ func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
 		infos := sloInfos(t, rc)
 		files, err := GenerateSLOs(cfg, infos)
 		require.NoError(t, err)
-		require.Len(t, files, 1)
+		require.Len(t, files, 2, "the dashboard and the linter's exclusion file")
+		assert.Equal(t, Dir+"/"+LintFile, files[1].Path)
 		d := decodeStrict(t, files[0].Data)
 		require.NotNil(t, d.Uid)
 		assert.Equal(t, Dir+"/"+*d.Uid+".json", files[0].Path)
@@ -94,7 +95,7 @@ func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
 		for _, v := range d.Templating.List {
 			names = append(names, v.Name)
 		}
-		assert.Equal(t, []string{"datasource", "job", "name"}, names)
+		assert.Equal(t, []string{"datasource", "job", "instance", "name"}, names)
 	}
 }
 
@@ -157,4 +158,62 @@ func TestGenerateSLOsIsDeterministic(t *testing.T) {
 	b, err := GenerateSLOs(Config{}, infos)
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
+}
+
+// TestSLONameVariableSelectsRecordedSeriesByName: the SLOs dashboard's name variable lists the
+// dependencies from the recorded calls series, selected by metric name and SLO id — one
+// label_values() when every SLO records the same series, else a query_result() over each —
+// and never matches __name__; job and instance come from the registry's overflow counter.
+func TestSLONameVariableSelectsRecordedSeriesByName(t *testing.T) {
+	infos := sloInfos(t, testSLOs)
+	vars := func(infos []rules.SLOInfo) map[string]string {
+		files, err := GenerateSLOs(Config{}, infos)
+		require.NoError(t, err)
+		d := decodeStrict(t, files[0].Data)
+		out := map[string]string{}
+		for _, v := range d.Templating.List {
+			if v.Query != nil && v.Query.String != nil {
+				out[v.Name] = *v.Query.String
+				assert.NotContains(t, *v.Query.String, "__name__", v.Name)
+			}
+		}
+		return out
+	}
+	require.NotEqual(t, infos[0].Calls, infos[1].Calls, "SLOs of different periods record different calls series")
+	differ := vars(infos)
+	assert.Equal(t, `query_result(count by (name) (`+infos[0].Calls+`{slo="payments", job=~"$job"} or `+
+		infos[1].Calls+`{slo="core", job=~"$job"}))`, differ["name"])
+	assert.Equal(t, `label_values(resilience_registry_overflow_total, job)`, differ["job"])
+	assert.Equal(t, `label_values(resilience_registry_overflow_total{job=~"$job"}, instance)`, differ["instance"])
+
+	same := append([]rules.SLOInfo(nil), infos...)
+	same[1].Calls = infos[0].Calls
+	assert.Equal(t, `label_values(`+infos[0].Calls+`{slo=~"payments|core", job=~"$job"}, name)`, vars(same)["name"])
+}
+
+// TestNoVariableMatchesMetricNames: no template variable of any dashboard — Overview,
+// Dependency, SLOs, with any configuration — selects by __name__ (a regex over every metric
+// name of a large TSDB); each reads one metric per selector.
+func TestNoVariableMatchesMetricNames(t *testing.T) {
+	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `env="prod"`, GroupBy: []string{"cluster", "job", "name"}}, {Namespace: NoNamespace}} {
+		files := generate(t, cfg)
+		slos, err := GenerateSLOs(cfg, sloInfos(t, testSLOs))
+		require.NoError(t, err)
+		n := 0
+		for _, f := range append(files, slos...) {
+			if !strings.HasSuffix(f.Path, ".json") {
+				continue
+			}
+			d := decodeStrict(t, f.Data)
+			for _, v := range d.Templating.List {
+				if v.Query == nil || v.Query.String == nil {
+					continue
+				}
+				n++
+				assert.NotContains(t, *v.Query.String, "__name__", "%s variable %s", f.Path, v.Name)
+				assert.NotRegexp(t, `(^|[(,\s])\{`, *v.Query.String, "%s variable %s: every selector names its metric", f.Path, v.Name)
+			}
+		}
+		assert.Greater(t, n, 6)
+	}
 }

@@ -72,7 +72,7 @@ func histories(slow bool) (fresh, every history, err error) {
 	every = fresh
 	for _, from := range catalog.States {
 		for _, to := range catalog.States {
-			if breaker.CanTransition(from, to) {
+			if catalog.CanTransition(from, to) {
 				every.b.Transitions[from][to] = 1
 			}
 		}
@@ -324,8 +324,14 @@ func metricsPage() ([]byte, error) {
 	p.line("")
 	p.f("Latency distributions are recorded once and exported as Prometheus native histograms: schema %d\n", catalog.NativeSchema)
 	p.f("(each bucket's bound 2^(1/4) ≈ 1.19 times the previous one), zero bucket up to 2^%d s, highest\n", catalog.NativeMinExponent)
-	p.f("bucket ending at 2^%d s. `collector.WithClassicBuckets()` (implied by full detail) adds classic\n", catalog.NativeMaxExponent)
-	p.line("`_bucket`, `_sum` and `_count` series with the powers-of-two bounds listed below, which are")
+	p.f("bucket ending at 2^%d s. Beside the native buckets, the default exposition carries a few classic\n", catalog.NativeMaxExponent)
+	p.line("`_bucket` bounds (the default bounds below, a factor 4 apart) on the call duration and the")
+	p.line("bulkhead wait, so that a Prometheus without native histogram ingestion (its default until")
+	p.line("Prometheus 4) and VictoriaMetrics store a distribution they can take quantiles of; retry delays")
+	p.line("have none (their dashboard reads the mean delay from `_sum` and `_count`). A Prometheus with")
+	p.line("`scrape_native_histograms: true` stores the native histogram only, one series. The generated")
+	p.line("dashboards read whichever form the server stored. `collector.WithClassicBuckets()` (implied by")
+	p.line("full detail) exports every classic bound listed below instead. All bounds are powers of two,")
 	p.line("native bucket boundaries, so both views agree exactly.")
 	p.line("")
 
@@ -364,6 +370,16 @@ func metricsPage() ([]byte, error) {
 					bs[i] = strconv.FormatFloat(b, 'g', -1, 64)
 				}
 				p.f("- classic bucket bounds (seconds): %s\n", strings.Join(bs, ", "))
+				def := map[string][]float64{catalog.BreakerCallDuration.Name: catalog.DurationDefaultBuckets,
+					catalog.BulkheadWaitDuration.Name: catalog.WaitDefaultBuckets}[m.Name]
+				ds := make([]string, len(def))
+				for i, b := range def {
+					ds[i] = strconv.FormatFloat(b, 'g', -1, 64)
+				}
+				if len(ds) == 0 {
+					ds = []string{"none"}
+				}
+				p.f("- default classic bucket bounds (seconds): %s\n", strings.Join(ds, ", "))
 			}
 			fn := metricSeries[m.FullName("")]
 			keys, at := presences(fn, &freshSlow, &everySlow)

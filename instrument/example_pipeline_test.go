@@ -36,7 +36,7 @@ func ExampleRegistry_Pipeline() {
 		panic(err)
 	}
 	attempts := 0
-	stock, err := instrument.Execute(context.Background(), p, func(ctx context.Context) (int, error) {
+	stock, err := instrument.Call(context.Background(), p, func(ctx context.Context) (int, error) {
 		attempts++ // ctx carries the attempt's deadline
 		if attempts == 1 {
 			return 0, errors.New("connection reset")
@@ -51,7 +51,7 @@ func ExampleRegistry_Pipeline() {
 }
 
 // The fallback answers with a degraded value, says so, and is told why.
-func ExampleExecuteWithFallback() {
+func ExampleCallWithFallback() {
 	reg, _ := instrument.NewRegistry()
 	p, err := reg.Pipeline("prices", instrument.PipelineConfig{
 		Breaker:  &breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1},
@@ -65,7 +65,7 @@ func ExampleExecuteWithFallback() {
 		return "cached prices (" + cause.String() + ")", nil
 	}
 	for range 2 {
-		v, fromFallback, err := instrument.ExecuteWithFallback(context.Background(), p, fetch, cached)
+		v, fromFallback, err := instrument.CallWithFallback(context.Background(), p, fetch, cached)
 		fmt.Println(v, fromFallback, err)
 	}
 	// Output:
@@ -77,7 +77,7 @@ func ExampleExecuteWithFallback() {
 func ExamplePipelineConfig_Validate() {
 	rc := retry.Config{AttemptTimeout: time.Second} // a second per-attempt limit
 	err := instrument.PipelineConfig{Retry: &rc, Timeout: &timeout.Config{Timeout: time.Second}}.Validate()
-	var ce *instrument.ConfigError
+	var ce *catalog.ConfigError
 	if errors.As(err, &ce) {
 		fmt.Println(ce.Primitive, ce.Field, ce.Value)
 	}

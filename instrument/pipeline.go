@@ -9,7 +9,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
-	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
@@ -65,26 +64,25 @@ type PipelineConfig struct {
 	// Retry configures the retry layer. Its MinAttemptTime defaults to the Timeout layer's limit.
 	// Leave AttemptTimeout zero when the Timeout layer is present (it bounds each attempt).
 	Retry *retry.Config
-	// Breaker configures the circuit breaker. A nil Classify gets [BreakerOutcome], which counts
-	// failures as package classify does: 4xx responses are not failures; business errors,
-	// stormwatch's rejections and the caller's cancellation are ignored. A Classify of your own
-	// decides the other errors: the pipeline ignores those three whatever it says. (This applies
-	// to the breaker the pipeline creates; a breaker that already exists under the name keeps
-	// its own classifier.)
+	// Breaker configures the circuit breaker. A nil Classify gets breaker.DefaultClassify, which
+	// counts failures as package classify does: 4xx responses are not failures. Business errors,
+	// stormwatch's rejections and the caller's cancellation are ignored whatever Classify says,
+	// as by every breaker. (A breaker that already exists under the name keeps its own
+	// classifier.)
 	Breaker *breaker.Config
 	// Bulkhead configures the concurrency limit of attempts.
 	Bulkhead *bulkhead.Config
 	// Timeout configures the per-attempt time limit.
 	Timeout *timeout.Config
 	// Fallback configures which causes the fallback answers. The fallback function itself is
-	// given per call ([ExecuteWithFallback], [Pipeline.DoWithFallback]); calls that give none
+	// given per call ([CallWithFallback], [Pipeline.DoWithFallback]); calls that give none
 	// skip the layer.
 	Fallback *fallback.Config
 }
 
 // Validate checks the configuration as [Registry.Pipeline] does, without creating anything: the
 // order, the combinations of fields a pipeline refuses, and each layer's own configuration. The
-// error is a [*ConfigError] naming the field and its value.
+// error is a [*catalog.ConfigError] naming the field and its value.
 //
 // Validation looks at the structure only and never calls the functions in the configuration
 // (RetryIf, Classify…): what they would decide cannot make a pipeline unsafe, because the
@@ -103,7 +101,7 @@ const pipelinePrimitive = "pipeline"
 
 func (c PipelineConfig) validate(name string) error {
 	bad := func(field string, value any, reason string) error {
-		return &ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field, Value: value, Reason: reason}
+		return &catalog.ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field, Value: value, Reason: reason}
 	}
 	if err := checkName(pipelinePrimitive, name); err != nil {
 		return err
@@ -125,12 +123,12 @@ func (c PipelineConfig) validate(name string) error {
 
 // validateLayers validates each layer's own configuration by building (and dropping) the
 // primitive, so that an invalid layer is refused before any layer is registered. A layer's
-// *ConfigError is reported as the pipeline's, its field prefixed by the layer ("Retry.MaxAttempts").
+// *catalog.ConfigError is reported as the pipeline's, its field prefixed by the layer ("Retry.MaxAttempts").
 func (c PipelineConfig) validateLayers(name string) error {
 	layer := func(field string, err error) error {
-		var ce *ConfigError
+		var ce *catalog.ConfigError
 		if errors.As(err, &ce) {
-			return &ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field + "." + ce.Field, Value: ce.Value, Reason: ce.Reason}
+			return &catalog.ConfigError{Primitive: pipelinePrimitive, Name: name, Field: field + "." + ce.Field, Value: ce.Value, Reason: ce.Reason}
 		}
 		return fmt.Errorf("pipeline %q: %s: %w", name, field, err)
 	}
@@ -160,43 +158,6 @@ func (c PipelineConfig) validateLayers(name string) error {
 		}
 	}
 	return nil
-}
-
-// BreakerOutcome is the circuit breaker classifier of pipelines (and of package httpx):
-// breaker.DefaultClassify — errors judged the way package classify sees them, so 4xx responses
-// never count as failures — except that the errors that say nothing about the dependency are
-// always ignored (see [ignoredByBreaker]).
-func BreakerOutcome(err error) breaker.Outcome {
-	if ignoredByBreaker(err) {
-		return breaker.OutcomeIgnored
-	}
-	return breaker.DefaultClassify(err)
-}
-
-// ignoredByBreaker reports the errors a pipeline's breaker counts as ignored whatever its
-// classifier says: business errors (classify.Business: the dependency answered), stormwatch's
-// own rejections (the call never reached the dependency: a full bulkhead must never trip the
-// breaker) and the caller's cancellation (never a failure).
-func ignoredByBreaker(err error) bool {
-	if err == nil {
-		return false
-	}
-	var rej classify.Rejection
-	return classify.IsBusiness(err) || errors.Is(err, context.Canceled) || (errors.As(err, &rej) && rej.Rejected())
-}
-
-// breakerClassifier returns the classifier a pipeline gives its breaker: [BreakerOutcome] for
-// nil, else user's, behind the errors that are always ignored.
-func breakerClassifier(user breaker.Classifier) breaker.Classifier {
-	if user == nil {
-		return BreakerOutcome
-	}
-	return func(err error) breaker.Outcome {
-		if ignoredByBreaker(err) {
-			return breaker.OutcomeIgnored
-		}
-		return user(err)
-	}
 }
 
 // Pipeline composes a retry, a circuit breaker, a bulkhead, a timeout and a fallback — each
@@ -239,7 +200,7 @@ type Pipeline struct {
 // Pipeline returns a pipeline called name whose layers are the registry's primitives called
 // name, each created with its part of cfg on first use (get-or-create: a primitive that already
 // exists keeps its configuration). cfg is validated first (see [PipelineConfig.Validate]);
-// nothing is created when it is invalid (the error is a [*ConfigError]). Past the cardinality
+// nothing is created when it is invalid (the error is a [*catalog.ConfigError]). Past the cardinality
 // guard, the pipeline's layers are the shared catalog.OverflowName primitives (see
 // [Pipeline.Overflowed]).
 func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) {
@@ -264,9 +225,7 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 		p.overflow = p.overflow || p.retry.Name() != name
 	}
 	if cfg.Breaker != nil {
-		bc := *cfg.Breaker
-		bc.Classify = breakerClassifier(bc.Classify)
-		if p.breaker, err = r.Breaker(name, bc); err != nil {
+		if p.breaker, err = r.Breaker(name, *cfg.Breaker); err != nil {
 			return nil, err
 		}
 		p.overflow = p.overflow || p.breaker.Name() != name
@@ -343,33 +302,10 @@ func (p *Pipeline) Timeout() *timeout.Timeout { return p.timeout }
 // Fallback returns the fallback layer, or nil.
 func (p *Pipeline) Fallback() *fallback.Fallback { return p.fallback }
 
-// Hooks adapt a pipeline to calls whose attempts return values that need care (HTTP
-// responses). The zero Hooks treat a nil error as success.
-type Hooks[T any] struct {
-	// Endpoint names the operation in retry events and logs (see retry.Hooks); never a query
-	// string or credentials.
-	Endpoint string
-	// Check maps an attempt's value and error to the error every layer sees; nil means success.
-	// For HTTP, httpx.Result.
-	Check func(v T, err error) error
-	// Discard releases the value of an attempt that is dropped: one the retry repeats, or the
-	// last one when the fallback replaces it. For HTTP, httpx.DiscardResponse.
-	Discard func(v T)
-	// Status returns the HTTP status of a successful value, for the retry's "succeeded" event.
-	Status func(v T) int
-	// Retain lets a value outlive the contexts created for it — the Timeout layer's attempt
-	// context, and the retry's AttemptTimeout and MaxDuration contexts: they stay alive, and
-	// release — to be called exactly once — ends them. Retain returns the value to use; for
-	// HTTP, a response whose body calls release when closed, so that the body can still be read
-	// under the deadline. Retain may be called twice for one value (once per layer that created
-	// contexts). Without Retain the contexts end when the layers return.
-	Retain func(v T, release func()) T
-}
-
 // Do runs fn through the pipeline and returns its error, or the error with which a layer ended
 // the call. The fallback layer, if configured, is skipped: use [Pipeline.DoWithFallback].
 func (p *Pipeline) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	_, _, err := execute(ctx, p, errFunc(fn), Hooks[struct{}]{}, nil)
+	_, _, err := execute(ctx, p, errFunc(fn), retry.Hooks[struct{}]{}, nil)
 	return err
 }
 
@@ -384,34 +320,41 @@ func (p *Pipeline) DoWithFallback(ctx context.Context, fn func(ctx context.Conte
 			return struct{}{}, fb(ctx, cause, err)
 		}
 	}
-	_, fromFallback, err = execute(ctx, p, errFunc(fn), Hooks[struct{}]{}, ff)
+	_, fromFallback, err = execute(ctx, p, errFunc(fn), retry.Hooks[struct{}]{}, ff)
 	return fromFallback, err
 }
 
-// Execute runs fn through p and returns its value, or the error with which a layer ended the
-// call. The fallback layer, if configured, is skipped: use [ExecuteWithFallback].
-func Execute[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error)) (T, error) {
-	v, _, err := execute(ctx, p, valueFunc[T](fn), Hooks[T]{}, nil)
+// Call runs fn through p and returns its value, or the error with which a layer ended the
+// call. The fallback layer, if configured, is skipped: use [CallWithFallback].
+func Call[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error)) (T, error) {
+	v, _, err := execute(ctx, p, valueFunc[T](fn), retry.Hooks[T]{}, nil)
 	return v, err
 }
 
-// ExecuteWithFallback is [Execute] with a fallback: when the call fails for a cause the
+// CallWithFallback is [Call] with a fallback: when the call fails for a cause the
 // pipeline's fallback answers, fb runs and its result is returned with fromFallback == true, so a
 // degraded value is never mistaken for real data.
-func ExecuteWithFallback[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error),
+func CallWithFallback[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error),
 	fb fallback.Func[T]) (v T, fromFallback bool, err error) {
-	return execute(ctx, p, valueFunc[T](fn), Hooks[T]{}, fb)
+	return execute(ctx, p, valueFunc[T](fn), retry.Hooks[T]{}, fb)
 }
 
-// ExecuteWith is the general form: [ExecuteWithFallback] with [Hooks]. fb may be nil. It returns
-// the last attempt's value even when the call failed (as retry.CallWith does), unless the
-// fallback replaced it.
-func ExecuteWith[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error), h Hooks[T],
+// CallWith is the general form: [CallWithFallback] with hooks, the retry's (retry.Hooks: one
+// Hooks type for every layer). fb may be nil. Check maps each attempt's value and error to the
+// error every layer sees; Discard also releases the last value when the fallback replaces it;
+// Retain lets the value outlive the contexts created for it — the Timeout layer's attempt
+// context and the retry's AttemptTimeout and MaxDuration contexts — and may be called twice
+// for one value (once per layer that created contexts). CallWith returns the last attempt's
+// value even when the call failed (as retry.CallWith does), unless the fallback replaced it.
+func CallWith[T any](ctx context.Context, p *Pipeline, fn func(ctx context.Context) (T, error), h retry.Hooks[T],
 	fb fallback.Func[T]) (v T, fromFallback bool, err error) {
 	return execute(ctx, p, valueFunc[T](fn), h, fb)
 }
 
-// caller lets Do and Execute share the pipeline without wrapping one function in another (which
+// errPanicked ends a timeout attempt whose function panicked.
+var errPanicked = errors.New("the attempt panicked")
+
+// caller lets Do and Call share the pipeline without wrapping one function in another (which
 // would cost an allocation per call).
 type caller[T any] interface {
 	call(ctx context.Context) (T, error)
@@ -425,7 +368,7 @@ type errFunc func(context.Context) error
 
 func (f errFunc) call(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) }
 
-func execute[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T], fb fallback.Func[T]) (v T, fromFallback bool, err error) {
+func execute[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T], fb fallback.Func[T]) (v T, fromFallback bool, err error) {
 	v, err = run(ctx, p, f, h)
 	if err == nil || fb == nil || p.fallback == nil {
 		return v, false, err
@@ -442,7 +385,7 @@ func execute[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[
 }
 
 // run applies every layer but the fallback.
-func run[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T]) (T, error) {
+func run[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T]) (T, error) {
 	switch {
 	case p.retry == nil:
 		return attempt(ctx, p, f, h, true)
@@ -455,12 +398,13 @@ func run[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T]) 
 }
 
 // retryHooks passes the hooks the retry layer uses; Check has already run inside the attempt.
-func retryHooks[T any](h Hooks[T]) retry.Hooks[T] {
-	return retry.Hooks[T]{Endpoint: h.Endpoint, Discard: h.Discard, Status: h.Status, Bind: h.Retain}
+func retryHooks[T any](h retry.Hooks[T]) retry.Hooks[T] {
+	h.Check = nil
+	return h
 }
 
 // breakerAroundRetry is the BreakerPerCall order: one breaker permit for the whole logical call.
-func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T]) (v T, err error) {
+func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T]) (v T, err error) {
 	permit, err := p.breaker.Acquire()
 	if err != nil {
 		return v, err
@@ -481,10 +425,10 @@ func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f 
 
 // attempt runs one attempt through the breaker (when withBreaker), the bulkhead and the timeout.
 // It allocates nothing itself; the timeout layer's attempt context is one small allocation.
-func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[T], withBreaker bool) (v T, err error) {
+func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T], withBreaker bool) (v T, err error) {
 	var (
-		permit    breaker.Permit // the zero Permit ignores Done
-		release   func()
+		permit    breaker.Permit  // the zero Permit ignores Done
+		release   bulkhead.Permit // the zero Permit ignores Done
 		ta        timeout.Attempt
 		timed     bool
 		completed bool
@@ -495,11 +439,9 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[
 		}
 		// f or a hook panicked: give everything back; the panic propagates.
 		if timed {
-			ta.Abandon()
+			ta.Done(errPanicked) // counted as failed (timed_out if its deadline had fired)
 		}
-		if release != nil {
-			release()
-		}
+		release.Done()
 		permit.Done(context.Canceled)
 	}()
 	if withBreaker && p.breaker != nil {
@@ -533,13 +475,11 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h Hooks[
 			v = h.Retain(v, ta.Release)
 		} else {
 			timed = false
-			err = ta.Finish(err)
+			err = ta.Done(err)
 		}
 	}
 	completed = true
-	if release != nil {
-		release()
-	}
+	release.Done()
 	permit.Done(err)
 	return v, err
 }

@@ -61,7 +61,7 @@ func newTraced(t *testing.T, order Order, breakerCfg breaker.Config) (*Registry,
 	require.NoError(t, err)
 	rc := retry.Config{}
 	rc.Backoff = retry.Backoff{Strategy: retry.Constant, Base: 100 * time.Millisecond}
-	rc.Budget.Disabled = true
+	rc.DisableBudget = true
 	rc.Clock = fake
 	breakerCfg.Clock = fake
 	p, err := reg.Pipeline("payments", PipelineConfig{
@@ -141,7 +141,7 @@ func TestPipelineOrderTrace(t *testing.T) {
 			done := make(chan result, 1)
 			go func() {
 				var r result
-				r.v, r.fromFallback, r.err = ExecuteWithFallback(context.Background(), p,
+				r.v, r.fromFallback, r.err = CallWithFallback(context.Background(), p,
 					func(ctx context.Context) (string, error) {
 						calls++
 						_, hasDeadline := ctx.Deadline()
@@ -232,7 +232,7 @@ func TestPipelineNeverRetriesTheBulkheadsRejection(t *testing.T) {
 	_, p, _, tr := newTraced(t, BreakerPerAttempt, breaker.Config{})
 	release, err := p.Bulkhead().Acquire(context.Background()) // every permit taken
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 	calls := 0
 	var gotCause catalog.Cause
 	fromFallback, err := p.DoWithFallback(context.Background(),
@@ -270,13 +270,13 @@ func TestPipelineBulkheadWaitNeverCountsForTheBreaker(t *testing.T) {
 				reg, err := NewRegistry()
 				require.NoError(t, err)
 				p, err := reg.Pipeline("api", PipelineConfig{Order: order,
-					Retry:    &retry.Config{Clock: fake, Budget: retry.BudgetConfig{Disabled: true}},
+					Retry:    &retry.Config{Clock: fake, DisableBudget: true},
 					Breaker:  &breaker.Config{Clock: fake, Window: breaker.ConsecutiveFailures, WindowSize: 1},
 					Bulkhead: &bulkhead.Config{MaxConcurrent: 1, MaxWait: time.Hour, Clock: fake}})
 				require.NoError(t, err)
 				release, err := p.Bulkhead().Acquire(context.Background())
 				require.NoError(t, err)
-				defer release()
+				defer release.Done()
 
 				dl := newDeadlineCtx(time.Now().Add(time.Hour))
 				ctx, cancel := context.WithCancel(dl)
@@ -306,11 +306,11 @@ func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 		reg, err := NewRegistry()
 		require.NoError(t, err)
 		rc := retry.Config{
-			MaxAttempts: 10,
-			MaxDuration: time.Second,
-			Backoff:     retry.Backoff{Strategy: retry.Constant, Base: 300 * time.Millisecond},
-			Budget:      retry.BudgetConfig{Disabled: true},
-			Clock:       fake,
+			MaxAttempts:   10,
+			MaxDuration:   time.Second,
+			Backoff:       retry.Backoff{Strategy: retry.Constant, Base: 300 * time.Millisecond},
+			DisableBudget: true,
+			Clock:         fake,
 		}
 		p, err := reg.Pipeline("inventory", PipelineConfig{
 			Retry:   &rc,
@@ -344,7 +344,7 @@ func TestPipelineTotalDeadlineBoundsTheCall(t *testing.T) {
 		reg, err := NewRegistry()
 		require.NoError(t, err)
 		rc := retry.Config{MaxAttempts: 100, Backoff: retry.Backoff{Strategy: retry.None},
-			Budget: retry.BudgetConfig{Disabled: true}, Idempotent: true}
+			DisableBudget: true, Idempotent: true}
 		p, err := reg.Pipeline("search", PipelineConfig{
 			Retry:    &rc,
 			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
@@ -402,7 +402,7 @@ func TestPipelineTimeoutIsRetriedWhenIdempotent(t *testing.T) {
 	for _, idempotent := range []bool{false, true} {
 		name := fmt.Sprintf("idempotent-%t", idempotent)
 		rc := retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{Strategy: retry.None},
-			Budget: retry.BudgetConfig{Disabled: true}, Idempotent: idempotent}
+			DisableBudget: true, Idempotent: idempotent}
 		fake := clock.NewFake(time.Now())
 		p, err := reg.Pipeline(name, PipelineConfig{Retry: &rc, Timeout: &timeout.Config{Timeout: time.Second, Clock: fake}})
 		require.NoError(t, err)
@@ -454,7 +454,7 @@ func TestPipelineValidation(t *testing.T) {
 			reg, err := NewRegistry()
 			require.NoError(t, err)
 			_, err = reg.Pipeline("p", tt.cfg)
-			var ce *ConfigError
+			var ce *catalog.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "pipeline", ce.Primitive)
 			assert.Equal(t, "p", ce.Name)
@@ -472,7 +472,7 @@ func TestPipelineValidation(t *testing.T) {
 	reg, err := NewRegistry()
 	require.NoError(t, err)
 	_, err = reg.Pipeline("", PipelineConfig{})
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "name", ce.Field)
 
@@ -498,7 +498,7 @@ func TestPipelineValidationNeverCallsTheConfiguredFunctions(t *testing.T) {
 			Breaker: &breaker.Config{},
 		},
 		"breaker counts everything as a failure": {
-			Breaker:  &breaker.Config{Classify: func(error) breaker.Outcome { return breaker.OutcomeFailure }},
+			Breaker:  &breaker.Config{Classify: func(error) catalog.CallKind { return catalog.CallFailed }},
 			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
 		},
 		"panicking functions": {
@@ -506,7 +506,7 @@ func TestPipelineValidationNeverCallsTheConfiguredFunctions(t *testing.T) {
 				RetryIf:  func(error, classify.Verdict) bool { panicky(); return false },
 				Classify: func(error, bool) classify.Verdict { panicky(); return classify.Verdict{} },
 			},
-			Breaker:  &breaker.Config{Classify: func(error) breaker.Outcome { panicky(); return 0 }},
+			Breaker:  &breaker.Config{Classify: func(error) catalog.CallKind { panicky(); return 0 }},
 			Bulkhead: &bulkhead.Config{MaxConcurrent: 1},
 			Fallback: &fallback.Config{Classify: func(error) catalog.Cause { panicky(); return 0 }},
 		},
@@ -531,14 +531,14 @@ func TestPipelineRuntimeRulesHoldWhateverTheFunctionsSay(t *testing.T) {
 	allRetryable := func(error, bool) classify.Verdict {
 		return classify.Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassError}
 	}
-	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
+	failAll := func(error) catalog.CallKind { return catalog.CallFailed }
 	for _, order := range []Order{BreakerPerAttempt, BreakerPerCall} {
 		for _, hook := range []string{"RetryIf", "Classify"} {
 			t.Run(order.String()+"/"+hook, func(t *testing.T) {
 				reg, err := NewRegistry()
 				require.NoError(t, err)
 				rc := retry.Config{MaxAttempts: 5, Backoff: retry.Backoff{Strategy: retry.None},
-					Budget: retry.BudgetConfig{Disabled: true}}
+					DisableBudget: true}
 				if hook == "RetryIf" {
 					rc.RetryIf = retryAll
 				} else {
@@ -554,7 +554,7 @@ func TestPipelineRuntimeRulesHoldWhateverTheFunctionsSay(t *testing.T) {
 				require.NoError(t, err)
 				calls := 0
 				err = p.Do(context.Background(), func(context.Context) error { calls++; return nil })
-				release()
+				release.Done()
 				require.ErrorIs(t, err, bulkhead.ErrFull)
 				assert.Zero(t, calls)
 				assert.Equal(t, uint64(0), p.Retry().Snapshot().Retries, "a full bulkhead is never retried")
@@ -598,8 +598,8 @@ func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.Overflowed())
 	assert.Equal(t, catalog.OverflowName, c.Breaker().Name())
-	assert.Equal(t, uint64(1), reg.Overflowed(catalog.CircuitBreaker))
-	assert.Equal(t, uint64(1), reg.Overflowed(catalog.Retry))
+	assert.Equal(t, uint64(1), reg.OverflowCount(catalog.CircuitBreaker))
+	assert.Equal(t, uint64(1), reg.OverflowCount(catalog.Retry))
 
 	// A zero Timeout layer has the default limit, and so does MinAttemptTime.
 	reg2, err := NewRegistry()
@@ -612,13 +612,13 @@ func TestPipelinePrimitivesComeFromTheRegistry(t *testing.T) {
 	none, err := reg.Pipeline("plain", PipelineConfig{})
 	require.NoError(t, err)
 	assert.Nil(t, none.Retry())
-	v, err := Execute(context.Background(), none, func(context.Context) (int, error) { return 7, nil })
+	v, err := Call(context.Background(), none, func(context.Context) (int, error) { return 7, nil })
 	require.NoError(t, err)
 	assert.Equal(t, 7, v)
 }
 
 // statusError reports an HTTP status, as httpx.Error does (classify.StatusError), for an
-// idempotent request (retry.IdempotentHint).
+// idempotent request (classify.IdempotentHint).
 type statusError int
 
 func (e statusError) Error() string    { return fmt.Sprintf("HTTP %d", int(e)) }
@@ -630,26 +630,26 @@ func TestBreakerOutcome(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want breaker.Outcome
+		want catalog.CallKind
 	}{
-		{"nil", nil, breaker.OutcomeSuccess},
-		{"404: the dependency answered", status(http.StatusNotFound), breaker.OutcomeSuccess},
-		{"401", status(http.StatusUnauthorized), breaker.OutcomeSuccess},
-		{"501", status(http.StatusNotImplemented), breaker.OutcomeSuccess},
-		{"503", status(http.StatusServiceUnavailable), breaker.OutcomeFailure},
-		{"429", status(http.StatusTooManyRequests), breaker.OutcomeFailure},
-		{"plain error", errBoom, breaker.OutcomeFailure},
-		{"deadline", context.DeadlineExceeded, breaker.OutcomeFailure},
-		{"attempt timed out", &timeout.TimedOutError{Name: "x", Err: context.DeadlineExceeded}, breaker.OutcomeFailure},
-		{"cancelled", fmt.Errorf("call: %w", context.Canceled), breaker.OutcomeIgnored},
-		{"breaker open", &breaker.OpenError{Name: "x"}, breaker.OutcomeIgnored},
-		{"bulkhead full", &bulkhead.FullError{Name: "x"}, breaker.OutcomeIgnored},
-		{"business", classify.Business(errBoom), breaker.OutcomeIgnored},
-		{"business 404: ignored, not a success", classify.Business(status(http.StatusNotFound)), breaker.OutcomeIgnored},
-		{"business, wrapped", fmt.Errorf("pay: %w", classify.Business(errBoom)), breaker.OutcomeIgnored},
+		{"nil", nil, catalog.CallSuccessful},
+		{"404: the dependency answered", status(http.StatusNotFound), catalog.CallSuccessful},
+		{"401", status(http.StatusUnauthorized), catalog.CallSuccessful},
+		{"501", status(http.StatusNotImplemented), catalog.CallSuccessful},
+		{"503", status(http.StatusServiceUnavailable), catalog.CallFailed},
+		{"429", status(http.StatusTooManyRequests), catalog.CallFailed},
+		{"plain error", errBoom, catalog.CallFailed},
+		{"deadline", context.DeadlineExceeded, catalog.CallFailed},
+		{"attempt timed out", &timeout.TimedOutError{Name: "x", Err: context.DeadlineExceeded}, catalog.CallFailed},
+		{"cancelled", fmt.Errorf("call: %w", context.Canceled), catalog.CallIgnored},
+		{"breaker open", &breaker.OpenError{Name: "x"}, catalog.CallIgnored},
+		{"bulkhead full", &bulkhead.FullError{Name: "x"}, catalog.CallIgnored},
+		{"business", classify.Business(errBoom), catalog.CallIgnored},
+		{"business 404: ignored, not a success", classify.Business(status(http.StatusNotFound)), catalog.CallIgnored},
+		{"business, wrapped", fmt.Errorf("pay: %w", classify.Business(errBoom)), catalog.CallIgnored},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, BreakerOutcome(tt.err), tt.name)
+		assert.Equal(t, tt.want, breaker.DefaultClassify(tt.err), tt.name)
 	}
 }
 
@@ -663,7 +663,7 @@ func TestPipelineBusinessErrorMeansTheSameEverywhere(t *testing.T) {
 	// classify.Business has one meaning in every composition: the call is not retried, the
 	// breaker counts it as ignored (not a failure, not a success), the fallback does not run, and
 	// the caller receives the error.
-	failAll := func(error) breaker.Outcome { return breaker.OutcomeFailure }
+	failAll := func(error) catalog.CallKind { return catalog.CallFailed }
 	compositions := []struct {
 		name string
 		cfg  func(fake *clock.Fake) PipelineConfig
@@ -764,7 +764,7 @@ func TestPipelinePanicReturnsEveryPermit(t *testing.T) {
 func TestPipelineHooks(t *testing.T) {
 	reg, err := NewRegistry()
 	require.NoError(t, err)
-	rc := retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Strategy: retry.None}, Budget: retry.BudgetConfig{Disabled: true}}
+	rc := retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Strategy: retry.None}, DisableBudget: true}
 	p, err := reg.Pipeline("api", PipelineConfig{Retry: &rc, Breaker: &breaker.Config{},
 		Timeout: &timeout.Config{Timeout: time.Hour}, Fallback: &fallback.Config{}})
 	require.NoError(t, err)
@@ -776,7 +776,7 @@ func TestPipelineHooks(t *testing.T) {
 	var discarded []int
 	var released []int
 	n := 0
-	h := Hooks[*value]{
+	h := retry.Hooks[*value]{
 		Endpoint: "GET api/v1",
 		Check: func(v *value, err error) error {
 			if err == nil && v.n < 3 {
@@ -791,7 +791,7 @@ func TestPipelineHooks(t *testing.T) {
 			return v
 		},
 	}
-	v, fromFallback, err := ExecuteWith(context.Background(), p, func(ctx context.Context) (*value, error) {
+	v, fromFallback, err := CallWith(context.Background(), p, func(ctx context.Context) (*value, error) {
 		n++
 		return &value{n: n, ctx: ctx}, nil
 	}, h, nil)
@@ -807,7 +807,7 @@ func TestPipelineHooks(t *testing.T) {
 	// When the fallback replaces the last value, that value is discarded too.
 	discarded = nil
 	n = -10
-	v, fromFallback, err = ExecuteWith(context.Background(), p, func(ctx context.Context) (*value, error) {
+	v, fromFallback, err = CallWith(context.Background(), p, func(ctx context.Context) (*value, error) {
 		n++
 		return &value{n: n, ctx: ctx}, nil
 	}, h, func(context.Context, catalog.Cause, error) (*value, error) { return &value{n: 99}, nil })
@@ -830,8 +830,8 @@ func TestPipelineSuccessPathAllocations(t *testing.T) {
 	vfn := func(context.Context) (int, error) { return 1, nil }
 	fb := fallback.Value(0)
 	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, fn) }), 1.0)
-	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _ = Execute(ctx, p, vfn) }), 1.0)
-	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _, _ = ExecuteWithFallback(ctx, p, vfn, fb) }), 1.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _ = Call(ctx, p, vfn) }), 1.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { _, _, _ = CallWithFallback(ctx, p, vfn, fb) }), 1.0)
 }
 
 func TestPipelineBreakerPerCallRejectsBeforeTheRetry(t *testing.T) {

@@ -14,10 +14,13 @@
 //   - not empty;
 //   - at most [MaxNameLen] bytes;
 //   - valid UTF-8;
-//   - free of control characters (U+0000–U+001F, U+007F–U+009F: newlines, tabs, NUL…).
+//   - printable characters only, catalog's policy for every name and id (catalog.NameRune):
+//     no control characters (newlines, tabs, NUL…), no format characters (the bidi override
+//     U+202E, zero-width joiners), no separators but the ASCII space;
+//   - not catalog.OverflowName ("_overflow"), the name of the instance refused names share.
 //
 // Names you choose (Registry.Breaker, Retry, Bulkhead, Timeout, Fallback, Pipeline) are checked
-// and refused with a [*ConfigError] naming the value: they are configuration, and a silently
+// and refused with a [*catalog.ConfigError] naming the value: they are configuration, and a silently
 // renamed series would be a surprise. Names derived from traffic — a request's host, a key
 // function's result, an RPC's method — must not fail the call: pass them through [SanitizeName],
 // which maps any string to an acceptable name (invalid bytes and control characters become
@@ -27,12 +30,10 @@
 package instrument
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
@@ -55,11 +56,6 @@ type Registry struct {
 	families sync.Map // catalog.Primitive → *family[T]
 }
 
-// ConfigError is the error of an invalid registry option or pipeline configuration:
-// catalog.ConfigError, stormwatch's one configuration error. The primitives' own packages
-// report theirs with the same type. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
-
 // RegistryOption configures a Registry.
 type RegistryOption func(*Registry) error
 
@@ -67,7 +63,7 @@ type RegistryOption func(*Registry) error
 func WithMaxNames(n int) RegistryOption {
 	return func(r *Registry) error {
 		if n < 1 {
-			return &ConfigError{Primitive: string(catalog.Registry), Field: "MaxNames", Value: n, Reason: "must be at least 1"}
+			return &catalog.ConfigError{Primitive: string(catalog.Registry), Field: "MaxNames", Value: n, Reason: "must be at least 1"}
 		}
 		r.maxNames = n
 		return nil
@@ -79,7 +75,7 @@ func WithMaxNames(n int) RegistryOption {
 func WithEvents(hub *events.Hub) RegistryOption {
 	return func(r *Registry) error {
 		if hub == nil {
-			return &ConfigError{Primitive: string(catalog.Registry), Field: "Events", Reason: "the hub must not be nil"}
+			return &catalog.ConfigError{Primitive: string(catalog.Registry), Field: "Events", Reason: "the hub must not be nil"}
 		}
 		r.hub = hub
 		return nil
@@ -103,9 +99,9 @@ func (r *Registry) Events() *events.Hub { return r.hub }
 // MaxNames returns the cardinality guard's limit per kind.
 func (r *Registry) MaxNames() int { return r.maxNames }
 
-// Overflowed returns how many get-or-create calls for kind (one of catalog.Primitives) were
+// OverflowCount returns how many get-or-create calls for kind (one of catalog.Primitives) were
 // refused a name of their own by the cardinality guard.
-func (r *Registry) Overflowed(kind catalog.Primitive) uint64 {
+func (r *Registry) OverflowCount(kind catalog.Primitive) uint64 {
 	f, ok := r.families.Load(kind)
 	if !ok {
 		return 0
@@ -216,46 +212,38 @@ func (f *family[T]) lookup(name string) (T, bool) {
 	return v, ok
 }
 
-// MaxNameLen is the longest name, in bytes, a registry accepts: room for any DNS host name with
-// its port, while keeping label values (stored in every series and every query) small.
-const MaxNameLen = 256
+// MaxNameLen is the longest name, in bytes, a registry accepts (catalog.MaxNameLen).
+const MaxNameLen = catalog.MaxNameLen
 
 // checkName returns nil for a name a registry accepts (see the package documentation, Names),
-// else a *ConfigError for primitive naming the value.
+// else a *catalog.ConfigError for primitive naming the value.
 func checkName(primitive, name string) error {
 	reason := nameProblem(name)
 	if reason == "" {
 		return nil
 	}
 	// The name goes into Value only: the error message quotes and truncates it there.
-	return &ConfigError{Primitive: primitive, Field: "name", Value: name, Reason: reason}
+	return &catalog.ConfigError{Primitive: primitive, Field: "name", Value: name, Reason: reason}
 }
 
-// nameProblem says what is wrong with name, or "".
+// nameProblem says what is wrong with name, or "": catalog's character policy, and the overflow
+// instance's name is reserved.
 func nameProblem(name string) string {
-	if name == "" {
-		return "must not be empty"
+	if name == catalog.OverflowName {
+		return "is reserved for the instance the cardinality guard maps refused names to"
 	}
-	if len(name) > MaxNameLen {
-		return fmt.Sprintf("is %d bytes long, more than %d (use SanitizeName for names taken from traffic)", len(name), MaxNameLen)
-	}
-	for i, r := range name {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(name[i:]); size == 1 {
-				return fmt.Sprintf("is not valid UTF-8 (byte %d); a name is a label value of every series it exports (use SanitizeName for names taken from traffic)", i)
-			}
-		}
-		if unicode.IsControl(r) {
-			return fmt.Sprintf("contains the control character %U at byte %d (use SanitizeName for names taken from traffic)", r, i)
-		}
+	if reason := catalog.NameProblem(name); reason != "" {
+		return reason + " (use SanitizeName for names taken from traffic)"
 	}
 	return ""
 }
 
 // SanitizeName maps s, a name taken from traffic (a host, a key function's result), to a name a
-// registry accepts: each byte that is not part of valid UTF-8 and each control character becomes
-// U+FFFD (the replacement character), and the result is cut to at most [MaxNameLen] bytes, on a
-// character boundary. An acceptable s is returned unchanged, without allocating; "" stays ""
+// registry accepts: each byte that is not part of valid UTF-8 and each character the policy
+// refuses (catalog.NameRune: control, format and separator characters) becomes U+FFFD (the
+// replacement character), the reserved catalog.OverflowName becomes U+FFFD followed by its
+// remaining characters, and the result is cut to at most [MaxNameLen] bytes, on a character
+// boundary. An acceptable s is returned unchanged, without allocating; "" stays ""
 // (which no registry accepts). Distinct inputs may map to one name — for instance two hosts that
 // differ only after their first MaxNameLen bytes — and then share one set of primitives.
 func SanitizeName(s string) string {
@@ -267,7 +255,7 @@ func SanitizeName(s string) string {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
-		if (r == utf8.RuneError && size == 1) || unicode.IsControl(r) {
+		if !catalog.NameRune(r) || (i == size && s == catalog.OverflowName) {
 			r = utf8.RuneError
 		}
 		if b.Len()+utf8.RuneLen(r) > MaxNameLen {

@@ -24,7 +24,7 @@ func TestRegistryBreakerGetOrCreate(t *testing.T) {
 	assert.Equal(t, breaker.ConsecutiveFailures, a2.Config().Window)
 
 	_, err = reg.Breaker("orders", breaker.Config{WindowSize: -1})
-	var ce *breaker.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "WindowSize", ce.Field)
 	_, err = reg.Breaker("orders", breaker.Config{})
@@ -32,7 +32,7 @@ func TestRegistryBreakerGetOrCreate(t *testing.T) {
 	ov, err := reg.Breaker("inventory", breaker.Config{})
 	require.NoError(t, err)
 	assert.Equal(t, catalog.OverflowName, ov.Name())
-	assert.Equal(t, uint64(1), reg.Overflowed(catalog.CircuitBreaker))
+	assert.Equal(t, uint64(1), reg.OverflowCount(catalog.CircuitBreaker))
 
 	var names []string
 	for _, n := range reg.Breakers() {

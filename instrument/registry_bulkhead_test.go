@@ -19,7 +19,7 @@ func TestRegistryBulkhead(t *testing.T) {
 	assert.Empty(t, r.Bulkheads())
 
 	_, err = r.Bulkhead("payments", bulkhead.Config{MaxConcurrent: -1})
-	var ce *bulkhead.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "MaxConcurrent", ce.Field)
 	assert.Equal(t, -1, ce.Value)
@@ -37,7 +37,7 @@ func TestRegistryBulkhead(t *testing.T) {
 	over, err := r.Bulkhead("risk", bulkhead.Config{MaxConcurrent: 15})
 	require.NoError(t, err)
 	assert.Equal(t, catalog.OverflowName, over.Name())
-	assert.Equal(t, uint64(1), r.Overflowed(catalog.Bulkhead))
+	assert.Equal(t, uint64(1), r.OverflowCount(catalog.Bulkhead))
 
 	all := r.Bulkheads()
 	require.Len(t, all, 3)
@@ -52,7 +52,7 @@ func TestRegistryBulkhead(t *testing.T) {
 	assert.Same(t, over, one)
 	release, err := inv.Acquire(context.Background())
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 	for range 19 {
 		_, err := inv.Acquire(context.Background())
 		require.NoError(t, err)

@@ -23,7 +23,7 @@ func TestRegistryFallback(t *testing.T) {
 	assert.Empty(t, r.Fallbacks())
 
 	_, err = r.Fallback("prices", fallback.Config{On: []catalog.Cause{catalog.Cause(42)}})
-	var ce *fallback.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "prices", ce.Name)
 	assert.Equal(t, "On[0]", ce.Field)

@@ -18,7 +18,7 @@ func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
 	reg, err := NewRegistry(WithMaxNames(2))
 	require.NoError(t, err)
 	cfg := retry.Config{}
-	cfg.Budget = retry.BudgetConfig{NoFloor: true}
+	cfg.Budget = retry.BudgetConfig{DisableFloor: true}
 	a, err := reg.Retry("payments", cfg)
 	require.NoError(t, err)
 	a2, err := reg.Retry("payments", retry.Config{}) // cfg ignored for an existing name
@@ -32,7 +32,7 @@ func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
 	assert.Equal(t, 1, a2.Snapshot().BudgetTokens)
 
 	_, err = reg.Retry("orders", retry.Config{MaxAttempts: -1})
-	var ce *retry.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "MaxAttempts", ce.Field)
 	_, err = reg.Retry("orders", cfg)
@@ -40,7 +40,7 @@ func TestRegistryRetryGetOrCreateSharesTheBudget(t *testing.T) {
 	ov, err := reg.Retry("inventory", cfg)
 	require.NoError(t, err)
 	assert.Equal(t, catalog.OverflowName, ov.Name())
-	assert.Equal(t, uint64(1), reg.Overflowed(catalog.Retry))
+	assert.Equal(t, uint64(1), reg.OverflowCount(catalog.Retry))
 
 	var names []string
 	for _, n := range reg.Retries() {

@@ -24,7 +24,7 @@ func newFake(name string) (*fake, error) { return &fake{name: name}, nil }
 
 func TestRegistryOptionsValidate(t *testing.T) {
 	_, err := NewRegistry(WithMaxNames(0))
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, string(catalog.Registry), ce.Primitive)
 	assert.Equal(t, "MaxNames", ce.Field)
@@ -53,7 +53,7 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	assert.Same(t, a, a2, "same name, same instance")
 
 	_, err = f.get("", newFake)
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "test", ce.Primitive)
 	assert.Equal(t, "name", ce.Field)
@@ -69,8 +69,8 @@ func TestFamilyGetOrCreate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, c, d)
 	assert.Equal(t, catalog.OverflowName, c.name)
-	assert.Equal(t, uint64(2), r.Overflowed(catalog.Primitive("test")))
-	assert.Equal(t, uint64(0), r.Overflowed(catalog.CircuitBreaker), "other kinds unaffected")
+	assert.Equal(t, uint64(2), r.OverflowCount(catalog.Primitive("test")))
+	assert.Equal(t, uint64(0), r.OverflowCount(catalog.CircuitBreaker), "other kinds unaffected")
 
 	// Existing names keep working after the guard is reached.
 	a3, err := f.get("a", newFake)
@@ -128,7 +128,7 @@ func TestFamilyConcurrentGetOrCreate(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, f.all(), 51, "50 names and the overflow instance")
-	assert.Equal(t, uint64(32*50), r.Overflowed(catalog.Primitive("test")), "every refused get-or-create counted")
+	assert.Equal(t, uint64(32*50), r.OverflowCount(catalog.Primitive("test")), "every refused get-or-create counted")
 }
 
 func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
@@ -145,6 +145,10 @@ func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
 		{"C1 control", "x\u0085", "control character U+0085"},
 		{"too long", long, fmt.Sprintf("is %d bytes long, more than %d", MaxNameLen+1, MaxNameLen)},
 		{"empty", "", "must not be empty"},
+		{"bidi override", "pay\u202Eipa", "format character U+202E at byte 3"},
+		{"zero-width joiner", "a\u200Db", "format character U+200D"},
+		{"line separator", "a\u2028b", "separator U+2028"},
+		{"the overflow instance's name", catalog.OverflowName, "is reserved"},
 	}
 	cfgs := map[string]func(r *Registry, name string) error{
 		"circuitbreaker": func(r *Registry, name string) error { _, err := r.Breaker(name, breaker.Config{}); return err },
@@ -169,14 +173,14 @@ func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
 						require.NoError(t, get(r, "first"))
 					}
 					err = get(r, b.name2)
-					var ce *ConfigError
+					var ce *catalog.ConfigError
 					require.ErrorAs(t, err, &ce)
 					assert.Equal(t, "name", ce.Field)
 					assert.Equal(t, b.name2, ce.Value, "the error names the value")
 					assert.Contains(t, err.Error(), b.reason)
 					assert.LessOrEqual(t, len(err.Error()), 400, "an oversized name is not repeated whole")
 					for _, p := range catalog.Primitives {
-						assert.Zero(t, r.Overflowed(p), "a refused name is not an overflow")
+						assert.Zero(t, r.OverflowCount(p), "a refused name is not an overflow")
 					}
 				}
 			})
@@ -184,7 +188,7 @@ func TestRegistryRefusesNamesThatAreNotLabelValues(t *testing.T) {
 	}
 	r, err := NewRegistry()
 	require.NoError(t, err)
-	for _, good := range []string{"payments-api", "ünïcode.example:8443", "api.example.com:443", strings.Repeat("é", MaxNameLen/2), "\uFFFD", catalog.OverflowName} {
+	for _, good := range []string{"payments-api", "ünïcode.example:8443", "api.example.com:443", strings.Repeat("é", MaxNameLen/2), "\uFFFD", "_overflow2", "a b"} {
 		_, err := r.Breaker(good, breaker.Config{})
 		assert.NoError(t, err, "%q", good)
 	}
@@ -199,6 +203,8 @@ func TestSanitizeName(t *testing.T) {
 		{"caf\xc3", "caf\uFFFD"},
 		{"a\nb\tc\x00", "a\uFFFDb\uFFFDc\uFFFD"},
 		{"x\u0085y", "x\uFFFDy"},
+		{"pay\u202Eipa", "pay\uFFFDipa"},
+		{catalog.OverflowName, "\uFFFDoverflow"},
 		{"", ""},
 		{strings.Repeat("a", MaxNameLen+10), strings.Repeat("a", MaxNameLen)},
 		// Cut on a character boundary: 255 bytes of 'a' and a 2-byte 'é' would be 257.
@@ -217,7 +223,7 @@ func TestSanitizeName(t *testing.T) {
 }
 
 func FuzzSanitizeName(f *testing.F) {
-	for _, s := range []string{"bad\xffname", "a\nb", "", "ünï", strings.Repeat("é", 200), "x\u0085", "\xc3"} {
+	for _, s := range []string{"bad\xffname", "a\nb", "", "ünï", strings.Repeat("é", 200), "x\u0085", "\xc3", "\u202E", catalog.OverflowName} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -17,7 +17,7 @@ func TestRegistryTimeout(t *testing.T) {
 	assert.Empty(t, r.Timeouts())
 
 	_, err = r.Timeout("payments", timeout.Config{Timeout: -time.Second})
-	var ce *timeout.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "Timeout", ce.Field)
 	assert.Equal(t, -time.Second, ce.Value)
@@ -32,7 +32,7 @@ func TestRegistryTimeout(t *testing.T) {
 	over, err := r.Timeout("inventory", timeout.Config{Timeout: 800 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Equal(t, catalog.OverflowName, over.Name())
-	assert.Equal(t, uint64(1), r.Overflowed(catalog.Timeout))
+	assert.Equal(t, uint64(1), r.OverflowCount(catalog.Timeout))
 
 	all := r.Timeouts()
 	require.Len(t, all, 2)

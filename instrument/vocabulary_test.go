@@ -36,7 +36,7 @@ import (
 
 // vocabularyAllowed maps "dir/file.go: value" to why the string is not vocabulary.
 var vocabularyAllowed = map[string]string{
-	"breaker/config.go: consecutive_failures": "WindowKind.String of the ConsecutiveFailures window, a configuration " +
+	"breaker/config.go: consecutive_failures": "the ConsecutiveFailures WindowKind value, a configuration " +
 		"word; it equals the trip cause consecutive_failures by design but is not a label value",
 	"breaker/transition.go: disabled": "the free-text Reason of the transition Disable() records, not a label value",
 }

@@ -74,7 +74,7 @@ type Option func(*Logger) error
 func WithLevel(outcome catalog.Outcome, level slog.Level) Option {
 	return func(l *Logger) error {
 		if outcome >= catalog.NumOutcomes {
-			return fmt.Errorf("retrylog: WithLevel(%v): unknown outcome (want one of %v)", outcome, catalog.Outcomes)
+			return &catalog.ConfigError{Primitive: "retrylog", Field: "WithLevel", Value: fmt.Sprint(outcome), Reason: fmt.Sprintf("unknown outcome (want one of %v)", catalog.Outcomes)}
 		}
 		l.levels[outcome] = level
 		return nil
@@ -85,7 +85,7 @@ func WithLevel(outcome catalog.Outcome, level slog.Level) Option {
 func WithRateLimit(perSecond int) Option {
 	return func(l *Logger) error {
 		if perSecond < 0 {
-			return fmt.Errorf("retrylog: WithRateLimit(%d): must not be negative", perSecond)
+			return &catalog.ConfigError{Primitive: "retrylog", Field: "WithRateLimit", Value: perSecond, Reason: "must not be negative"}
 		}
 		l.limit = perSecond
 		return nil
@@ -96,7 +96,7 @@ func WithRateLimit(perSecond int) Option {
 func WithClock(c clock.Clock) Option {
 	return func(l *Logger) error {
 		if c == nil {
-			return fmt.Errorf("retrylog: WithClock(nil): clock must not be nil")
+			return &catalog.ConfigError{Primitive: "retrylog", Field: "WithClock", Reason: "clock must not be nil"}
 		}
 		l.clk = c
 		return nil
@@ -174,17 +174,17 @@ func (l *Logger) Log(e events.Retry) {
 	r := slog.NewRecord(at, level, Message, 0)
 	attrs := [12]slog.Attr{
 		slog.String("event", Message),
-		slog.String("name", e.Name),
+		slog.String(catalog.LabelName, e.Name),
 		slog.String("correlation_id", id),
 		slog.String("endpoint", redact.Endpoint(e.Endpoint)),
-		slog.Int("attempt", e.Attempt),
+		slog.Int(catalog.FieldAttempt, e.Attempt),
 		slog.Int("max_attempts", e.MaxAttempts),
 		slog.Int64("elapsed_ms", e.Elapsed.Milliseconds()),
 		slog.Int64("delay_ms", e.Delay.Milliseconds()),
 	}
 	n := 8
 	if e.HasDelay() {
-		attrs[n] = slog.String("delay_source", e.DelaySource.String())
+		attrs[n] = slog.String(catalog.FieldDelaySource, e.DelaySource.String())
 		n++
 	}
 	if e.ErrorClass != catalog.ClassNone {
@@ -195,7 +195,7 @@ func (l *Logger) Log(e events.Retry) {
 		attrs[n] = slog.Int("http_status", e.HTTPStatus)
 		n++
 	}
-	attrs[n] = slog.String("outcome", e.Outcome.String())
+	attrs[n] = slog.String(catalog.FieldOutcome, e.Outcome.String())
 	r.AddAttrs(attrs[:n+1]...)
 	_ = l.h.Handle(ctx, r)
 }

@@ -109,7 +109,7 @@ func scripted(t *testing.T, w io.Writer) {
 	cfg.Clock = fc
 	cfg.Rand = zeroRand{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Exponential, Base: 1740 * time.Millisecond, Cap: 30 * time.Second}
-	cfg.Budget = retry.BudgetConfig{Disabled: true}
+	cfg.DisableBudget = true
 	r, err := reg.Retry("orders-api", cfg)
 	require.NoError(t, err)
 
@@ -357,12 +357,18 @@ func TestLevelsAndOptions(t *testing.T) {
 	quiet.Log(events.Retry{Name: "x", Outcome: catalog.OutcomeGaveUp})
 	assert.Len(t, lines(t, buf.String()), 1)
 
+	var ce *catalog.ConfigError
 	_, err = New(nil, WithLevel(catalog.Outcome(9), slog.LevelInfo))
-	require.ErrorContains(t, err, `WithLevel(Outcome(9))`)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "WithLevel", ce.Field)
+	require.ErrorContains(t, err, `retrylog: WithLevel = "Outcome(9)": unknown outcome`)
 	_, err = New(nil, WithRateLimit(-1))
-	require.ErrorContains(t, err, "WithRateLimit(-1)")
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, -1, ce.Value)
+	require.ErrorContains(t, err, "retrylog: WithRateLimit = -1: must not be negative")
 	_, err = New(nil, WithClock(nil))
-	require.Error(t, err)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "WithClock", ce.Field)
 	def, err := New(nil)
 	require.NoError(t, err)
 	assert.NotNil(t, def.h)

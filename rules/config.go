@@ -98,6 +98,11 @@ type Config struct {
 	// Format selects a plain rule file or a PrometheusRule manifest; "" means
 	// FormatPrometheus.
 	Format Format
+	// Target is the rule engine the rule files are written for (see Target); "" means
+	// TargetPrometheus.
+	Target Target
+	// Kubernetes names and labels the PrometheusRule manifests and the dashboards' ConfigMaps.
+	Kubernetes Kubernetes
 	// RateWindow is the window of the rates the recording rules compute and the alerts built
 	// on them use (`rate(…[5m])`); the recorded series are named after it
 	// (…:rate5m, …:ratio_rate5m; …:rate1m with a 1m window), and the generated tests and
@@ -247,6 +252,8 @@ type resolved struct {
 	dependencyUID string
 	dashVars      []string
 	slos          []*resolvedSLO
+	target        Target   // rule engine
+	kube          KubeMeta // Kubernetes objects' naming
 }
 
 // dependencyTitle is the title of the Dependency dashboard.
@@ -368,6 +375,12 @@ func (cfg Config) resolve() (*resolved, error) {
 		r.format = cfg.Format
 	default:
 		return nil, fieldErr("format", string(cfg.Format), "not one of %s, %s", FormatPrometheus, FormatOperator)
+	}
+	if r.target, err = resolveTarget(cfg.Target); err != nil {
+		return nil, err
+	}
+	if r.kube, err = resolveKubernetes(cfg.Kubernetes, r.ns, r.matchers); err != nil {
+		return nil, err
 	}
 
 	names := make([]string, 0, len(cfg.Alerts))

@@ -144,20 +144,25 @@ type yamlRule struct {
 }
 
 type yamlGroup struct {
-	Name  string     `yaml:"name"`
-	Rules []yamlRule `yaml:"rules"`
+	Name string `yaml:"name"`
+	// PartialResponseStrategy is Thanos Ruler's (TargetThanos only).
+	PartialResponseStrategy string     `yaml:"partial_response_strategy,omitempty"`
+	Rules                   []yamlRule `yaml:"rules"`
 }
 
 type yamlRuleFile struct {
-	Groups []yamlGroup `yaml:"groups"`
+	// Namespace is mimirtool's rule namespace (TargetMimir only).
+	Namespace string      `yaml:"namespace,omitempty"`
+	Groups    []yamlGroup `yaml:"groups"`
 }
 
 type yamlManifest struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
 	Metadata   struct {
-		Name   string            `yaml:"name"`
-		Labels map[string]string `yaml:"labels"`
+		Name      string            `yaml:"name"`
+		Namespace string            `yaml:"namespace,omitempty"`
+		Labels    map[string]string `yaml:"labels"`
 	} `yaml:"metadata"`
 	Spec yamlRuleFile `yaml:"spec"`
 }
@@ -181,40 +186,33 @@ func toYAMLGroups(gs []Group) []yamlGroup {
 	return out
 }
 
-// ManifestName is the metadata.name of the generated PrometheusRule.
-const ManifestName = "stormwatch"
+// ManifestName is the metadata.name of the generated PrometheusRule unless the config sets
+// or derives another (see Kubernetes.Name).
+const ManifestName = DefaultManifestName
 
-// Generate renders the rules of cfg as a Prometheus rule file, or as a Prometheus Operator
-// PrometheusRule manifest when cfg.Format is FormatOperator. Invalid configurations yield a
-// *ConfigError.
+// Generate renders the rules of cfg as a rule file for cfg.Target, or as a Prometheus Operator
+// PrometheusRule manifest (named as cfg.Kubernetes says) when cfg.Format is FormatOperator.
+// Invalid configurations yield a *ConfigError.
 func Generate(cfg Config) ([]byte, error) {
 	r, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	return r.render(r.format)
+	return r.render(r.format, r.target)
 }
 
 // GeneratePrometheus renders the rules of cfg as a plain Prometheus rule file whatever
-// cfg.Format says (the promtool tests need one).
+// cfg.Format and cfg.Target say (the promtool tests need one).
 func GeneratePrometheus(cfg Config) ([]byte, error) {
 	r, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	return r.render(FormatPrometheus)
+	return r.render(FormatPrometheus, TargetPrometheus)
 }
 
-func (r *resolved) render(f Format) ([]byte, error) {
-	file := yamlRuleFile{Groups: toYAMLGroups(r.groups())}
-	var doc any = file
-	if f == FormatOperator {
-		m := yamlManifest{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule", Spec: file}
-		m.Metadata.Name = ManifestName
-		m.Metadata.Labels = map[string]string{"app.kubernetes.io/managed-by": "stormwatch", "app.kubernetes.io/name": "stormwatch"}
-		doc = m
-	}
-	return marshal(doc)
+func (r *resolved) render(f Format, t Target) ([]byte, error) {
+	return r.renderGroups(f, t, r.groups(), r.kube.Name)
 }
 
 func marshal(doc any) ([]byte, error) {

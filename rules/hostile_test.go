@@ -97,7 +97,7 @@ func TestTemplateSyntaxNeverReachesAnnotationsUnescaped(t *testing.T) {
 			r, err := Config{}.resolve()
 			require.NoError(t, err)
 			r.runbookBase, r.grafanaBase = base, base
-			rulesYAML, err := r.render(FormatPrometheus)
+			rulesYAML, err := r.render(FormatPrometheus, TargetPrometheus)
 			require.NoError(t, err)
 			testsYAML, err := r.renderTests("rules.yaml")
 			require.NoError(t, err)

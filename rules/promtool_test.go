@@ -1,10 +1,8 @@
 package rules
 
 import (
-	"context"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,32 +14,19 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
 )
-
-// promtoolPath is where scripts/install-tools.sh puts promtool 3.16.
-const promtoolPath = "../bin/promtool"
 
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(promtoolPath)
-	require.NoError(t, err)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("bin/promtool is absent (%v): run scripts/install-tools.sh (CI always does) to run the promtool checks", err)
-	}
-	return p
+	return promtooltest.Path(t)
 }
 
 // runPromtool runs promtool with args in dir and returns its combined output and whether it
-// succeeded.
+// succeeded (sharded and remembered by internal/promtooltest).
 func runPromtool(t *testing.T, dir string, args ...string) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, promtool(t), args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, ctx.Err(), "promtool timed out")
-	return string(out), err == nil
+	return promtooltest.Run(t, dir, args...)
 }
 
 // writeRuleAndTests writes the rule file and its tests for cfg into a temp dir.

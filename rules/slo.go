@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
@@ -403,7 +402,7 @@ func checkSLOText(s string, max int) error {
 		return fmt.Errorf("leading or trailing white space")
 	}
 	for _, c := range s {
-		if !unicode.IsPrint(c) && c != ' ' {
+		if !catalog.NameRune(c) { // the character policy of every name and id
 			return fmt.Errorf("character %q is not printable", c)
 		}
 	}
@@ -566,8 +565,9 @@ func (r *resolved) sliExprs(s *resolvedSLO) (total, bad string) {
 
 // --- rules ---
 
-// SLOManifestName is the metadata.name of the PrometheusRule manifest of the SLO rules.
-const SLOManifestName = "stormwatch-slos"
+// SLOManifestName is the metadata.name of the PrometheusRule manifest of the SLO rules unless
+// the config sets or derives another (Kubernetes.Name + "-slos").
+const SLOManifestName = DefaultManifestName + sloManifestSuffix
 
 // SLOGroups builds the rule groups of cfg's SLOs, one per SLO (stormwatch-slo-<ID>), in
 // configuration order; none without SLOs.
@@ -590,7 +590,7 @@ func GenerateSLORules(cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.renderSLOs(r.format)
+	return r.renderSLOs(r.format, r.target)
 }
 
 // GenerateSLORulesPrometheus renders the rules of cfg's SLOs as a plain Prometheus rule file
@@ -600,7 +600,7 @@ func GenerateSLORulesPrometheus(cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.renderSLOs(FormatPrometheus)
+	return r.renderSLOs(FormatPrometheus, TargetPrometheus)
 }
 
 // GenerateSLOTests renders promtool unit tests for the rules of cfg's SLOs. ruleFile is the
@@ -645,16 +645,8 @@ func (cfg Config) resolveWithSLOs() (*resolved, error) {
 	return r, nil
 }
 
-func (r *resolved) renderSLOs(f Format) ([]byte, error) {
-	file := yamlRuleFile{Groups: toYAMLGroups(r.sloGroups())}
-	var doc any = file
-	if f == FormatOperator {
-		m := yamlManifest{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule", Spec: file}
-		m.Metadata.Name = SLOManifestName
-		m.Metadata.Labels = map[string]string{"app.kubernetes.io/managed-by": "stormwatch", "app.kubernetes.io/name": "stormwatch"}
-		doc = m
-	}
-	return marshal(doc)
+func (r *resolved) renderSLOs(f Format, t Target) ([]byte, error) {
+	return r.renderGroups(f, t, r.sloGroups(), r.kube.SLOName)
 }
 
 // sloGroups are the rule groups of the SLOs, one per SLO, in configuration order.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned external tools into ./bin: promtool and/or the Prometheus server 3.16.
 #
-#   scripts/install-tools.sh [promtool|prometheus|all]     (default: all)
+#   scripts/install-tools.sh [promtool|prometheus|all|victoriametrics]     (default: all)
 #
 # `make test` needs promtool only; `make e2e` and `make demo-prometheus` need the server, whose
 # build takes several minutes cold: each target installs only what it uses. Both are built from
@@ -14,11 +14,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROM_VERSION=v0.316.0        # Go module version of Prometheus 3.16.0
 PROM_RELEASE=3.16.0
+# victoriametrics: the single-node server and vmalert from Debian's victoria-metrics package
+# (both binaries in one .deb, no build): extracted, not installed, so no service starts.
+# Measured cold (2 shared cores): 10 s for apt-get download (23 MB) + dpkg -x; then cached per user.
+if [ "${1:-}" = victoriametrics ]; then
+  mkdir -p bin
+  if [ -x bin/vmalert ] && [ -x bin/victoria-metrics ]; then
+    echo "install-tools: bin/vmalert, bin/victoria-metrics (present)"; exit 0
+  fi
+  vmcache="${XDG_CACHE_HOME:-$HOME/.cache}/stormwatch-tools/victoria-metrics"
+  if [ ! -x "$vmcache/vmalert" ] || [ ! -x "$vmcache/victoria-metrics" ]; then
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    (cd "$tmp" && { apt-get download victoria-metrics >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download victoria-metrics; }; }) \
+      || { echo "install-tools: apt-get download victoria-metrics failed (Debian's package ships vmalert and victoria-metrics)" >&2; exit 1; }
+    dpkg -x "$tmp"/victoria-metrics_*.deb "$tmp/x"
+    mkdir -p "$vmcache"
+    cp "$tmp/x/usr/bin/vmalert" "$tmp/x/usr/bin/victoria-metrics" "$vmcache/"
+    basename "$tmp"/victoria-metrics_*.deb > "$vmcache/VERSION"
+  fi
+  cp "$vmcache/vmalert" "$vmcache/victoria-metrics" bin/
+  echo "install-tools: bin/vmalert, bin/victoria-metrics ($(cat "$vmcache/VERSION"))"
+  exit 0
+fi
 case "${1:-all}" in
   promtool) tools=(promtool) ;;
   prometheus) tools=(prometheus) ;;
   all) tools=(promtool prometheus) ;;
-  *) echo "usage: $0 [promtool|prometheus|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [promtool|prometheus|all|victoriametrics]" >&2; exit 2 ;;
 esac
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/stormwatch-tools/prometheus-$PROM_VERSION"
 mkdir -p bin "$cache"

@@ -377,6 +377,10 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 			})
 		},
 		"slos": c.decodeSLOs,
+
+		// the stacks the output goes to (stacks.go)
+		"target":     c.str((*string)(&c.rules.Target)),
+		"kubernetes": c.decodeKubernetes,
 	})
 	if err != nil {
 		return err

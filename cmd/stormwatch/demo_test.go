@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/cmd/stormwatch/internal/demo"
+	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
 )
 
 // runInProcess runs the CLI's run function and returns its exit code and outputs.
@@ -79,19 +80,12 @@ func TestDemoProfileRules(t *testing.T) {
 		assert.Contains(t, []string{"10s", "15s", "30s", "50s", "1m", "1m5s"}, f, "%s for", alert)
 	}
 
-	promtool, err := filepath.Abs("../../bin/promtool")
-	require.NoError(t, err)
-	if _, err := os.Stat(promtool); err != nil {
-		t.Skip("bin/promtool is absent: run scripts/install-tools.sh promtool (make test does)")
-	}
 	for _, args := range [][]string{
 		{"check", "rules", "--lint=all", "--lint-fatal", "stormwatch-rules.yaml"},
 		{"test", "rules", "stormwatch-rules.test.yaml"},
 	} {
-		cmd := exec.Command(promtool, args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+		out, ok := promtooltest.Run(t, dir, args...)
+		require.True(t, ok, "promtool %s:\n%s", strings.Join(args, " "), out)
 	}
 }
 

@@ -38,10 +38,11 @@ type target struct {
 }
 
 var targets = []target{
-	{"rules", "Prometheus rule file " + rulesFile + " (with --format operator: PrometheusRule manifest " + manifestFile + "), and " + sloRulesFile + " when the config has slos", genRules},
+	{"rules", "Prometheus rule file " + rulesFile + " (with --format operator: PrometheusRule manifest " + manifestsDir + "/" + manifestFile + "; with --target mimir: stormwatch-rules.mimir.yaml…), and " + sloRulesFile + " when the config has slos", genRules},
 	{"tests", "promtool unit tests " + testsFile + " for the rules (and " + sloTestsFile + ")", genTests},
 	{"runbooks", "one Markdown runbook per alert under " + rules.RunbookDir + "/", genRunbooks},
 	{"dashboards", "Grafana dashboards under " + dashboards.Dir + "/ (and the SLOs dashboard when the config has slos)", genDashboards},
+	{"mixin", "jsonnet monitoring mixin " + mixinFile + " (_config, prometheusRules, prometheusAlerts, grafanaDashboards)", genMixin},
 }
 
 func targetNames() []string {
@@ -57,21 +58,14 @@ func genRules(c *config) ([]outFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := rulesFile
-	if c.rules.Format == rules.FormatOperator {
-		name = manifestFile
-	}
+	name, sloName := ruleFileNames(c)
 	out := []outFile{{name, b}}
 	if len(c.rules.SLOs) > 0 {
 		b, err := rules.GenerateSLORules(c.rules)
 		if err != nil {
 			return nil, err
 		}
-		name := sloRulesFile
-		if c.rules.Format == rules.FormatOperator {
-			name = sloManifestFile
-		}
-		out = append(out, outFile{name, b})
+		out = append(out, outFile{sloName, b})
 	}
 	return out, nil
 }
@@ -82,7 +76,7 @@ func genTests(c *config) ([]outFile, error) {
 		return nil, err
 	}
 	out := []outFile{{testsFile, b}}
-	if c.rules.Format == rules.FormatOperator {
+	if !plainRules(c) {
 		// promtool tests need a plain rule file; write it beside the manifest.
 		plain, err := rules.GeneratePrometheus(c.rules)
 		if err != nil {
@@ -96,7 +90,7 @@ func genTests(c *config) ([]outFile, error) {
 			return nil, err
 		}
 		out = append(out, outFile{sloTestsFile, b})
-		if c.rules.Format == rules.FormatOperator {
+		if !plainRules(c) {
 			plain, err := rules.GenerateSLORulesPrometheus(c.rules)
 			if err != nil {
 				return nil, err
@@ -112,6 +106,15 @@ func genRunbooks(c *config) ([]outFile, error) {
 }
 
 func genDashboards(c *config) ([]outFile, error) {
+	out, err := dashboardFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	return withConfigMaps(c, out)
+}
+
+// dashboardFiles are the dashboards' JSON files (and provisioning file, if asked for).
+func dashboardFiles(c *config) ([]outFile, error) {
 	out, err := outFiles(dashboards.Generate(c.dashboards))
 	if err != nil || len(c.rules.SLOs) == 0 {
 		return out, err
@@ -122,6 +125,15 @@ func genDashboards(c *config) ([]outFile, error) {
 	}
 	more, err := outFiles(dashboards.GenerateSLOs(c.dashboards, slos))
 	return append(out, more...), err
+}
+
+// withConfigMaps adds the dashboards' ConfigMaps to files with --format operator.
+func withConfigMaps(c *config, files []outFile) ([]outFile, error) {
+	if c.rules.Format != rules.FormatOperator {
+		return files, nil
+	}
+	cms, err := dashboardConfigMaps(c, files)
+	return append(files, cms...), err
 }
 
 // outFiles converts the files of a generator that returns several.
@@ -150,10 +162,12 @@ func generate(args []string, stdout io.Writer) error {
 	fs.StringVar(&cfgPath, "config", "", "same as -c")
 	fs.StringVar(&outDir, "o", ".", "output directory")
 	fs.StringVar(&outDir, "out", ".", "same as -o")
-	fs.StringVar(&format, "format", string(rules.FormatPrometheus), "rule file format: prometheus or operator")
+	fs.StringVar(&format, "format", string(rules.FormatPrometheus), "rule file format: prometheus or operator (Kubernetes manifests under "+manifestsDir+"/: PrometheusRules and the dashboards as ConfigMaps)")
+	var sf stackFlags
+	sf.register(fs)
 	fs.Usage = func() {
 		w := fs.Output()
-		fmt.Fprintf(w, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator]\n\ntargets:\n", quoteList(targetNames()))
+		fmt.Fprintf(w, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator] [--target prometheus|mimir|thanos|victoriametrics]\n\ntargets:\n", quoteList(targetNames()))
 		fmt.Fprintf(w, "  %-11s every target below (default)\n", "all")
 		for _, t := range targets {
 			fmt.Fprintf(w, "  %-11s %s\n", t.name, t.summary)
@@ -201,6 +215,9 @@ func generate(args []string, stdout io.Writer) error {
 		return err
 	}
 	c.rules.Format = rules.Format(format)
+	if err := sf.apply(c); err != nil {
+		return err
+	}
 
 	var files []outFile
 	var runbooks bool

@@ -3,6 +3,7 @@
 //
 //	stormwatch generate [all|rules|tests|runbooks|dashboards] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator]
 //	stormwatch demo [--listen 127.0.0.1:9464] [--scenario name] [--duration 5m] [--outage 60s] [--speed 1]
+//	stormwatch backtest --prometheus URL --from T [--to T] [-c stormwatch.yaml] [--compare-alerts | --suggest --incident START/END]
 //	stormwatch version
 //
 // "stormwatch <command> -h" prints a command's usage on stdout. Exit codes: 0 ok, 1 runtime
@@ -45,6 +46,7 @@ type command struct {
 // commands are the subcommands; adding one is adding an entry.
 var commands = map[string]command{
 	"generate": {"generate rules, promtool tests, runbooks and dashboards", runGenerate},
+	"backtest": {"replay the generated alerts over a Prometheus's history; compare with ALERTS, tune", runBacktest},
 	"version":  {"print the version", runVersion},
 }
 

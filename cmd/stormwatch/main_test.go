@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/dashboards"
+	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
 )
 
 // bin is the stormwatch binary built by TestMain; the tests run it as users do.
@@ -113,19 +114,15 @@ func TestGenerateDefaults(t *testing.T) {
 	assert.Contains(t, files, "runbooks/README.md")
 	assert.Contains(t, files, "runbooks/CircuitBreakerStuckOpen/README.md")
 	assert.Contains(t, files, "dashboards/stormwatch-overview.json")
-	assert.Len(t, files, 2+13+len(defaultDashboardFiles(t)))
+	assert.Contains(t, files, mixinFile)
+	assert.Len(t, files, 2+13+len(defaultDashboardFiles(t))+1) // rules, tests, runbooks, dashboards, mixin
 	assert.Contains(t, res.stdout, fmt.Sprintf("wrote %d files", len(files)))
 
-	promtool, err := filepath.Abs("../../bin/promtool")
-	require.NoError(t, err)
-	if _, err := os.Stat(promtool); err != nil {
-		t.Skip("bin/promtool is absent: run scripts/install-tools.sh (CI always does)")
-	}
 	out := filepath.Join(dir, "out")
-	res = runCmd(t, out, promtool, "check", "rules", "--lint=all", "--lint-fatal", "stormwatch-rules.yaml")
-	require.Equal(t, 0, res.code, res.stdout+res.stderr)
-	res = runCmd(t, out, promtool, "test", "rules", "stormwatch-rules.test.yaml")
-	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+	msg, ok := promtooltest.Run(t, out, "check", "rules", "--lint=all", "--lint-fatal", "stormwatch-rules.yaml")
+	require.True(t, ok, msg)
+	msg, ok = promtooltest.Run(t, out, "test", "rules", "stormwatch-rules.test.yaml")
+	require.True(t, ok, msg)
 }
 
 // TestCheckedInDefaultsAreCurrent fails when examples/generated differs from what the
@@ -155,7 +152,7 @@ func TestGenerateTargetsAndFormat(t *testing.T) {
 		{[]string{"generate", "-o", "out", "tests"}, []string{"stormwatch-rules.test.yaml"}},
 		{[]string{"generate", "runbooks", "--out", "out"}, nil},
 		{[]string{"generate", "dashboards", "-o", "out"}, defaultDashboardFiles(t)},
-		{[]string{"generate", "rules", "-o", "out", "--format", "operator"}, []string{"stormwatch-prometheusrule.yaml"}},
+		{[]string{"generate", "rules", "-o", "out", "--format", "operator"}, []string{"manifests/stormwatch-prometheusrule.yaml"}},
 		{[]string{"generate", "tests", "-o", "out", "--format=operator"}, []string{"stormwatch-rules.test.yaml", "stormwatch-rules.yaml"}},
 	}
 	for _, tc := range cases {
@@ -176,7 +173,7 @@ func TestGenerateTargetsAndFormat(t *testing.T) {
 	}
 	dir := t.TempDir()
 	require.Equal(t, 0, runBin(t, dir, "generate", "rules", "-o", ".", "--format", "operator").code)
-	b, err := os.ReadFile(filepath.Join(dir, "stormwatch-prometheusrule.yaml"))
+	b, err := os.ReadFile(filepath.Join(dir, "manifests", "stormwatch-prometheusrule.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "kind: PrometheusRule")
 }
@@ -250,7 +247,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		name, cfg string
 		want      string // regexp on stderr
 	}{
-		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, namespace, rate_window, runbook_base_url, selector, slos\)`},
+		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, kubernetes, namespace, rate_window, runbook_base_url, selector, slos, target\)`},
 		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key`},
 		{"unknown dashboards key", "dashboards:\n  title: x\n", `c\.yaml:2: dashboards\.title: unknown key`},
 		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold = 1\.5: out of range \(0, 1\)`},
@@ -315,7 +312,7 @@ func TestUsageAndRuntimeErrors(t *testing.T) {
 	}{
 		{nil, 2, "usage: stormwatch"},
 		{[]string{"frobnicate"}, 2, `stormwatch: unknown command "frobnicate"`},
-		{[]string{"generate", "everything"}, 2, `stormwatch generate: target = "everything": unknown target (want one of all, rules, tests, runbooks, dashboards)` + "\n"},
+		{[]string{"generate", "everything"}, 2, `stormwatch generate: target = "everything": unknown target (want one of all, rules, tests, runbooks, dashboards, mixin)` + "\n"},
 		{[]string{"generate", "rules", "tests"}, 2, `stormwatch generate: arguments = [tests]: unexpected after the target "rules" (one target at most)` + "\n"},
 		{[]string{"generate", "--bogus"}, 2, "stormwatch generate: flag provided but not defined: -bogus (run 'stormwatch generate -h' for usage)\n"},
 		{[]string{"generate", "-o"}, 2, "stormwatch generate: flag needs an argument: -o (run 'stormwatch generate -h' for usage)\n"},

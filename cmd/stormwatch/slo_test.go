@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
@@ -97,10 +98,10 @@ func TestGenerateWithSLOs(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	out := filepath.Join(dir, "out")
 	files := listFiles(t, out)
-	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json"} {
+	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json", "dashboards/.lint"} {
 		assert.Contains(t, files, f)
 	}
-	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+1)
+	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+3) // + the SLOs dashboard, its dashboard-linter exclusions, the mixin
 	plain, err := os.ReadFile(filepath.Join(out, rulesFile))
 	require.NoError(t, err)
 	assert.NotContains(t, string(plain), rules.GroupSLOPrefix, "the default rule file is the same with or without SLOs")
@@ -112,22 +113,17 @@ func TestGenerateWithSLOs(t *testing.T) {
 		res := runBin(t, dir, args...)
 		require.Equal(t, 0, res.code, res.stderr)
 	}
-	assert.Equal(t, []string{"stormwatch-prometheusrule.yaml", sloManifestFile}, listFiles(t, filepath.Join(dir, "op")))
+	assert.Equal(t, []string{"stormwatch-prometheusrule.yaml", sloManifestFile}, listFiles(t, filepath.Join(dir, "op", manifestsDir)))
 	assert.Equal(t, []string{testsFile, rulesFile, sloTestsFile, sloRulesFile}, listFiles(t, filepath.Join(dir, "op2")))
-	m, err := os.ReadFile(filepath.Join(dir, "op", sloManifestFile))
+	m, err := os.ReadFile(filepath.Join(dir, "op", manifestsDir, sloManifestFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(m), "kind: PrometheusRule")
 	assert.Contains(t, string(m), "name: "+rules.SLOManifestName)
 
-	promtool, err := filepath.Abs("../../bin/promtool")
-	require.NoError(t, err)
-	if _, err := os.Stat(promtool); err != nil {
-		t.Skip("bin/promtool is absent: run scripts/install-tools.sh (CI always does)")
-	}
-	res = runCmd(t, out, promtool, "check", "rules", "--lint=all", "--lint-fatal", sloRulesFile, rulesFile)
-	require.Equal(t, 0, res.code, res.stdout+res.stderr)
-	res = runCmd(t, out, promtool, "test", "rules", sloTestsFile)
-	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+	msg, ok := promtooltest.Run(t, out, "check", "rules", "--lint=all", "--lint-fatal", sloRulesFile, rulesFile)
+	require.True(t, ok, msg)
+	msg, ok = promtooltest.Run(t, out, "test", "rules", sloTestsFile)
+	require.True(t, ok, msg)
 }
 
 // TestCheckedInSLOExampleIsCurrent fails when examples/generated-slo differs from what the

@@ -79,8 +79,9 @@ func WithFullDetail() Option {
 // WithExplicitBuckets exports the latency histograms as explicit-bucket histograms with the
 // catalog's classic bounds (which Prometheus stores as _bucket, _sum and _count series, like
 // the Prometheus collector's classic buckets) instead of exponential histograms of scale 2
-// (which Prometheus stores as native histograms, like the Prometheus collector's default). Use
-// it when the generated dashboards are configured for classic histograms.
+// (which Prometheus stores as native histograms). Use it for a scraper without native
+// histogram ingestion (a Prometheus with its default configuration, VictoriaMetrics); the
+// generated dashboards read either form.
 func WithExplicitBuckets() Option {
 	return func(b *Bridge) error {
 		b.explicit = true
@@ -204,7 +205,7 @@ func newBreakerAttrs(name string, now time.Time) *breakerAttrs {
 	for _, st := range catalog.States {
 		a.states[st] = observeOpts(n, attribute.String(catalog.LabelState, st.String()))
 		for _, to := range catalog.States {
-			if breaker.CanTransition(st, to) {
+			if catalog.CanTransition(st, to) {
 				a.transitions[st][to] = observeOpts(n, attribute.String(catalog.LabelFrom, st.String()),
 					attribute.String(catalog.LabelTo, to.String()))
 			}

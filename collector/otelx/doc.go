@@ -55,9 +55,12 @@
 // service.instance.id, and writes the other resource attributes to target_info: set
 // service.instance.id to something unique per process (the pod name), since the generated
 // per-process alerts keep the instance label and two processes pushing the same series would
-// collide. Exponential histograms become native histograms (query them as the generator's
-// default dashboards do); explicit-bucket histograms become _bucket, _sum and _count series
-// (set the generator's `dashboards: {histograms: classic}`).
+// collide. Exponential histograms become native histograms; explicit-bucket histograms become
+// _bucket, _sum and _count series; the generator's default dashboards read either. A data point
+// is one or the other (unlike the Prometheus collector's, which carries both): pushed over OTLP,
+// Prometheus stores exponential histograms as native histograms; exported for scraping (the
+// OpenTelemetry Prometheus exporter), they reach a Prometheus without native histogram
+// ingestion and VictoriaMetrics as +Inf, _sum and _count only — use [WithExplicitBuckets] there.
 //
 // Pushed data has no staleness markers: a series that stops being pushed stays visible to
 // queries for Prometheus's lookback delta (5m). The only catalog series that ends while its

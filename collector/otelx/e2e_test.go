@@ -218,10 +218,10 @@ func push(t *testing.T, endpoint, job string, reg *instrument.Registry, opts ...
 // and search, whose first attempt of every call fails and whose retry succeeds.
 func runWorkload(t *testing.T, reg *instrument.Registry) (stop func()) {
 	t.Helper()
-	payments, err := reg.Breaker("payments", breaker.Config{WindowSize: 10, MinCalls: 5, OpenDuration: 10 * time.Minute, NoJitter: true})
+	payments, err := reg.Breaker("payments", breaker.Config{WindowSize: 10, MinCalls: 5, OpenDuration: 10 * time.Minute, DisableJitter: true})
 	require.NoError(t, err)
 	search, err := reg.Retry("search", retry.Config{MaxAttempts: 3, Backoff: retry.Backoff{Strategy: retry.None},
-		Budget: retry.BudgetConfig{Disabled: true}})
+		DisableBudget: true})
 	require.NoError(t, err)
 	down := errors.New("payments: connection refused")
 	flaky := errors.New("search: 503") // any other error: class error, retryable

@@ -96,7 +96,7 @@ func (b *Bridge) observe(o metric.Observer, ins *instruments) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, p := range catalog.Primitives {
-		o.ObserveInt64(ins.overflow, int64(b.reg.Overflowed(p)), b.overflow[i]...)
+		o.ObserveInt64(ins.overflow, int64(b.reg.OverflowCount(p)), b.overflow[i]...)
 	}
 	for _, nb := range b.reg.Breakers() {
 		sn := nb.Value.Snapshot()

@@ -17,22 +17,25 @@ import (
 
 // Span event names and attribute keys of a [Tracer].
 const (
-	EventRetry      = "stormwatch.retry"     // a retry decision
-	EventRejection  = "stormwatch.rejection" // a call refused by a breaker or a bulkhead
-	EventFallback   = "stormwatch.fallback"  // a fallback answered the call
-	SpanTransition  = "stormwatch.circuitbreaker.transition"
-	AttrName        = "name"         // the primitive's name (the dependency): the metrics' name label
-	AttrAttempt     = "attempt"      // the attempt that just finished, 1-based
-	AttrOutcome     = "outcome"      // retrying, succeeded, gave_up, aborted, budget_exhausted
-	AttrErrorType   = "error.type"   // the attempt's failure class (http_5xx, conn_refused, …)
-	AttrDelay       = "delay"        // seconds waited before the next attempt
-	AttrDelaySource = "delay_source" // backoff or retry_after
-	AttrPrimitive   = "primitive"    // circuitbreaker or bulkhead
-	AttrState       = "state"        // the breaker's state at a rejection
-	AttrCause       = "cause"        // a fallback's cause; a trip's cause
-	AttrFrom        = "from"         // a transition's previous state
-	AttrTo          = "to"           // a transition's new state
-	AttrReason      = "reason"       // why a transition happened, in a few words
+	EventRetry     = "stormwatch.retry"     // a retry decision
+	EventRejection = "stormwatch.rejection" // a call refused by a breaker or a bulkhead
+	EventFallback  = "stormwatch.fallback"  // a fallback answered the call
+	SpanTransition = "stormwatch.circuitbreaker.transition"
+	// The attributes that name what the metrics label are the catalog's label names, and the
+	// retry decision's are the retry log's field names (catalog.Field…), so a span event, a log
+	// line and a series of one event read the same.
+	AttrName        = catalog.LabelName        // the primitive's name (the dependency)
+	AttrAttempt     = catalog.FieldAttempt     // the attempt that just finished, 1-based
+	AttrOutcome     = catalog.FieldOutcome     // retrying, succeeded, gave_up, aborted, budget_exhausted
+	AttrErrorType   = "error.type"             // the attempt's failure class (http_5xx, conn_refused, …)
+	AttrDelay       = "delay"                  // seconds waited before the next attempt
+	AttrDelaySource = catalog.FieldDelaySource // backoff or retry_after
+	AttrPrimitive   = catalog.LabelPrimitive   // circuitbreaker or bulkhead
+	AttrState       = catalog.LabelState       // the breaker's state at a rejection
+	AttrCause       = catalog.LabelCause       // a fallback's cause; a trip's cause
+	AttrFrom        = catalog.LabelFrom        // a transition's previous state
+	AttrTo          = catalog.LabelTo          // a transition's new state
+	AttrReason      = "reason"                 // why a transition happened, in a few words
 	// AttrHTTPStatus is the semantic-convention attribute of a retried attempt's response
 	// status.
 	AttrHTTPStatus = "http.response.status_code"

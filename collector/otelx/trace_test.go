@@ -59,7 +59,7 @@ func TestTracerRecordsRetriesRejectionsAndFallbacksOnTheCallsSpan(t *testing.T) 
 	clk := clock.NewFake(epoch)
 	reg, err := instrument.NewRegistry()
 	require.NoError(t, err)
-	rc := retry.Config{MaxAttempts: 3, Clock: clk, Backoff: retry.Backoff{Strategy: retry.None}, Budget: retry.BudgetConfig{Disabled: true}}
+	rc := retry.Config{MaxAttempts: 3, Clock: clk, Backoff: retry.Backoff{Strategy: retry.None}, DisableBudget: true}
 	payments, err := reg.Pipeline("payments", instrument.PipelineConfig{
 		Retry: &rc, Breaker: &breaker.Config{Clock: clk}, Fallback: &fallback.Config{Clock: clk}})
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestTracerRecordsRetriesRejectionsAndFallbacksOnTheCallsSpan(t *testing.T) 
 	_, err = bh.Acquire(ctx)
 	require.ErrorIs(t, err, bulkhead.ErrFull)
 	span.End()
-	release()
+	release.Done()
 
 	// Calls without a recording span record nothing; a detached tracer records nothing.
 	_, _ = payments.DoWithFallback(context.Background(), func(context.Context) error { return nil }, fb)
@@ -194,7 +194,7 @@ func TestResendCountOnEachRetriedAttemptsSpan(t *testing.T) {
 	defer inner.CloseIdleConnections()
 	tr, err := httpx.NewTransport(attemptSpans{tp.Tracer("test"), ResendCountTransport(inner)},
 		httpx.WithPipeline(instrument.PipelineConfig{Retry: &retry.Config{MaxAttempts: 3,
-			Backoff: retry.Backoff{Strategy: retry.None}, Budget: retry.BudgetConfig{Disabled: true}}}))
+			Backoff: retry.Backoff{Strategy: retry.None}, DisableBudget: true}}))
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/internal/exampleutil/exampletest"
 	"github.com/stormwatch-go/stormwatch/internal/exposition"
 )
 
@@ -51,8 +49,8 @@ func TestParseFlags(t *testing.T) {
 func TestRunTripsAndServesMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	var logs exampletest.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
 	o := options{listen: "127.0.0.1:0", fail: true, rate: 500, openDuration: time.Hour}
@@ -98,42 +96,12 @@ func TestRunTripsAndServesMetrics(t *testing.T) {
 	assert.Contains(t, logs.String(), "from=closed to=open")
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// TestParseArgsExitCodes: a bad value or flag prints one line on stderr and exits 2; -h prints
-// the usage on stdout and exits 0.
 func TestParseArgsExitCodes(t *testing.T) {
-	for _, tc := range []struct {
-		args           []string
-		code           int
-		stdout, stderr string
-	}{
-		{[]string{"-fail-rate", "1.5"}, 2, "", "breaker: -fail-rate 1.5: must be between 0 and 1 (run with -h for usage)\n"},
-		{[]string{"-bogus"}, 2, "", "breaker: flag provided but not defined: -bogus (run with -h for usage)\n"},
-		{[]string{"-duration"}, 2, "", "breaker: flag needs an argument: -duration (run with -h for usage)\n"},
-		{[]string{"-h"}, 0, "usage: go run ./examples/breaker [flags]\n", ""},
-		{[]string{"--help"}, 0, "usage: go run ./examples/breaker [flags]\n", ""},
-	} {
-		var stdout, stderr strings.Builder
-		_, code := parseArgs(tc.args, &stdout, &stderr)
-		assert.Equal(t, tc.code, code, tc.args)
-		assert.Equal(t, tc.stderr, stderr.String(), tc.args)
-		if tc.stdout == "" {
-			assert.Empty(t, stdout.String(), tc.args)
-		} else {
-			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "%v: %s", tc.args, stdout.String())
-			assert.Contains(t, stdout.String(), "-duration", tc.args)
-		}
-	}
-	_, code := parseArgs(nil, io.Discard, io.Discard)
-	assert.Equal(t, -1, code, "no flags: run")
+	exampletest.TestExitCodes(t, "breaker", "go run ./examples/breaker [flags]",
+		func(args []string, stdout, stderr io.Writer) int {
+			_, code := parseArgs(args, stdout, stderr)
+			return code
+		},
+		exampletest.ExitCase{Args: []string{"-fail-rate", "1.5"}, Stderr: "-fail-rate 1.5: must be between 0 and 1"},
+		exampletest.ExitCase{Args: []string{"-rate", "0"}, Stderr: "-rate 0: must be above 0 and at most 100000"})
 }

@@ -20,25 +20,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/stormwatch-go/stormwatch/catalog"
-	"github.com/stormwatch-go/stormwatch/collector"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
@@ -46,6 +37,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
+	"github.com/stormwatch-go/stormwatch/internal/exampleutil"
 	"github.com/stormwatch-go/stormwatch/retrylog"
 )
 
@@ -68,81 +60,33 @@ type options struct {
 
 func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("httpclient", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, and printed once by main
-	fs.Usage = func() {}
+	fs := exampleutil.NewFlagSet("httpclient")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9466", "address to serve /metrics on")
 	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 = until SIGINT/SIGTERM")
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "pause between rounds")
 	fs.IntVar(&o.requests, "requests", 0, "stop after this many rounds; 0 = no limit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: go run ./examples/httpclient [flags]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
+	return o, exampleutil.Parse(fs, "go run ./examples/httpclient [flags]", args, stdout, func() error {
+		switch {
+		case o.duration < 0:
+			return fmt.Errorf("-duration %v: must not be negative", o.duration)
+		case o.interval < 0:
+			return fmt.Errorf("-interval %v: must not be negative", o.interval)
+		case o.requests < 0:
+			return fmt.Errorf("-requests %d: must not be negative", o.requests)
 		}
-		return o, err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case o.duration < 0:
-		return o, fmt.Errorf("-duration %v: must not be negative", o.duration)
-	case o.interval < 0:
-		return o, fmt.Errorf("-interval %v: must not be negative", o.interval)
-	case o.requests < 0:
-		return o, fmt.Errorf("-requests %d: must not be negative", o.requests)
-	}
-	return o, nil
+		return nil
+	})
 }
 
-// parseArgs parses the command line for main: code -1 means run; otherwise exit with code, 0
-// after -h (the usage went to stdout), 2 after a bad flag or value (one line on stderr).
+// parseArgs parses the command line for main (see exampleutil.ExitCode).
 func parseArgs(args []string, stdout, stderr io.Writer) (options, int) {
 	o, err := parseFlags(args, stdout)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return o, 0
-	case err != nil:
-		fmt.Fprintf(stderr, "httpclient: %v (run with -h for usage)\n", err)
-		return o, 2
-	}
-	return o, -1
+	return o, exampleutil.ExitCode("httpclient", err, stderr)
 }
 
 func main() {
 	o, code := parseArgs(os.Args[1:], os.Stdout, os.Stderr)
-	if code >= 0 {
-		os.Exit(code)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "httpclient:", err)
-		os.Exit(1)
-	}
-}
-
-// serve starts an HTTP server on l and returns a function that shuts it down.
-func serve(l net.Listener, h http.Handler) func() {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(l) }()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}
-}
-
-// dependency starts a local dependency answering with h and returns its host:port.
-func dependency(h http.HandlerFunc) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	return l.Addr().String(), serve(l, h), nil
+	exampleutil.Main("httpclient", code, func(ctx context.Context) error { return run(ctx, o, os.Stdout, os.Stderr) })
 }
 
 // pipeline is the configuration of every dependency: retries with jittered backoff and a
@@ -160,22 +104,19 @@ func pipeline() instrument.PipelineConfig {
 }
 
 func run(ctx context.Context, o options, status, logOut io.Writer) error {
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, cancel := exampleutil.WithDuration(ctx, o.duration)
+	defer cancel()
 
-	catalogHost, stopCatalog, err := dependency(func(w http.ResponseWriter, _ *http.Request) {
+	catalogHost, stopCatalog, err := exampleutil.Loopback(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"items":3}`)
-	})
+	}))
 	if err != nil {
 		return err
 	}
 	defer stopCatalog()
-	paymentsHost, stopPayments, err := dependency(func(w http.ResponseWriter, _ *http.Request) {
+	paymentsHost, stopPayments, err := exampleutil.Loopback(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "bank channel under maintenance", http.StatusServiceUnavailable)
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -191,23 +132,11 @@ func run(ctx context.Context, o options, status, logOut io.Writer) error {
 		return err
 	}
 	defer logger.Attach(reg.Events())()
-	col, err := collector.New(reg)
+	metricsURL, stopMetrics, err := exampleutil.ServeMetrics(o.listen, reg)
 	if err != nil {
 		return err
 	}
-	promReg := prometheus.NewRegistry()
-	if err := promReg.Register(col); err != nil {
-		return err
-	}
-	metricsL, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("-listen %s: %w", o.listen, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
-	stopMetrics := serve(metricsL, mux)
 	defer stopMetrics()
-	metricsURL := "http://" + metricsL.Addr().String() + "/metrics"
 	fmt.Fprintf(status, "metrics on %s; catalog on %s; payments on %s\n", metricsURL, catalogHost, paymentsHost)
 
 	// The client: one transport, a dependency per host, named for the metrics.

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,27 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/internal/exampleutil/exampletest"
 	"github.com/stormwatch-go/stormwatch/internal/exposition"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
@@ -66,7 +48,7 @@ func TestParseFlags(t *testing.T) {
 // /metrics before the program shuts down.
 func TestRunDegradesPaymentsAndKeepsTheCatalog(t *testing.T) {
 	const rounds = 40
-	var status, logs syncBuffer
+	var status, logs exampletest.SyncBuffer
 	var mfs map[string]*dto.MetricFamily
 	o := options{listen: "127.0.0.1:0", requests: rounds, duration: 30 * time.Second,
 		scraped: func(url string) {
@@ -111,31 +93,12 @@ func TestRunDegradesPaymentsAndKeepsTheCatalog(t *testing.T) {
 	assert.NotContains(t, logs.String(), "secret")
 }
 
-// TestParseArgsExitCodes: a bad value or flag prints one line on stderr and exits 2; -h prints
-// the usage on stdout and exits 0.
 func TestParseArgsExitCodes(t *testing.T) {
-	for _, tc := range []struct {
-		args           []string
-		code           int
-		stdout, stderr string
-	}{
-		{[]string{"-requests", "-1"}, 2, "", "httpclient: -requests -1: must not be negative (run with -h for usage)\n"},
-		{[]string{"-bogus"}, 2, "", "httpclient: flag provided but not defined: -bogus (run with -h for usage)\n"},
-		{[]string{"-duration"}, 2, "", "httpclient: flag needs an argument: -duration (run with -h for usage)\n"},
-		{[]string{"-h"}, 0, "usage: go run ./examples/httpclient [flags]\n", ""},
-		{[]string{"--help"}, 0, "usage: go run ./examples/httpclient [flags]\n", ""},
-	} {
-		var stdout, stderr strings.Builder
-		_, code := parseArgs(tc.args, &stdout, &stderr)
-		assert.Equal(t, tc.code, code, tc.args)
-		assert.Equal(t, tc.stderr, stderr.String(), tc.args)
-		if tc.stdout == "" {
-			assert.Empty(t, stdout.String(), tc.args)
-		} else {
-			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "%v: %s", tc.args, stdout.String())
-			assert.Contains(t, stdout.String(), "-duration", tc.args)
-		}
-	}
-	_, code := parseArgs(nil, io.Discard, io.Discard)
-	assert.Equal(t, -1, code, "no flags: run")
+	exampletest.TestExitCodes(t, "httpclient", "go run ./examples/httpclient [flags]",
+		func(args []string, stdout, stderr io.Writer) int {
+			_, code := parseArgs(args, stdout, stderr)
+			return code
+		},
+		exampletest.ExitCase{Args: []string{"-requests", "-1"}, Stderr: "-requests -1: must not be negative"},
+		exampletest.ExitCase{Args: []string{"-interval", "-1s"}, Stderr: "-interval -1s: must not be negative"})
 }

@@ -11,27 +11,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/stormwatch-go/stormwatch/collector"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
+	"github.com/stormwatch-go/stormwatch/internal/exampleutil"
 	"github.com/stormwatch-go/stormwatch/retrylog"
 )
 
@@ -45,55 +37,31 @@ type options struct {
 }
 
 func parseFlags(args []string, stdout io.Writer) (options, error) {
-	fs := flag.NewFlagSet("retry", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, and printed once by main
-	fs.Usage = func() {}
 	var o options
+	fs := exampleutil.NewFlagSet("retry")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9465", "address to serve /metrics on")
 	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 runs until interrupted")
 	fs.IntVar(&o.retryAfter, "retry-after", 1, "Retry-After seconds sent with the flaky server's 503s")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: go run ./examples/retry [flags]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
+	return o, exampleutil.Parse(fs, "go run ./examples/retry [flags]", args, stdout, func() error {
+		switch {
+		case o.duration < 0:
+			return fmt.Errorf("-duration %v: must not be negative", o.duration)
+		case o.retryAfter < 0:
+			return fmt.Errorf("-retry-after %d: must not be negative", o.retryAfter)
 		}
-		return o, err
-	}
-	if o.duration < 0 {
-		return o, fmt.Errorf("-duration %v: must not be negative", o.duration)
-	}
-	if o.retryAfter < 0 {
-		return o, fmt.Errorf("-retry-after %d: must not be negative", o.retryAfter)
-	}
-	return o, nil
+		return nil
+	})
 }
 
-// parseArgs parses the command line for main: code -1 means run; otherwise exit with code, 0
-// after -h (the usage went to stdout), 2 after a bad flag or value (one line on stderr).
+// parseArgs parses the command line for main (see exampleutil.ExitCode).
 func parseArgs(args []string, stdout, stderr io.Writer) (options, int) {
 	o, err := parseFlags(args, stdout)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return o, 0
-	case err != nil:
-		fmt.Fprintf(stderr, "retry: %v (run with -h for usage)\n", err)
-		return o, 2
-	}
-	return o, -1
+	return o, exampleutil.ExitCode("retry", err, stderr)
 }
 
 func main() {
 	o, code := parseArgs(os.Args[1:], os.Stdout, os.Stderr)
-	if code >= 0 {
-		os.Exit(code)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "retry:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("retry", code, func(ctx context.Context) error { return run(ctx, o, os.Stdout, os.Stderr) })
 }
 
 // flaky answers every odd request 503 with Retry-After and every even one 200.
@@ -109,32 +77,15 @@ func flaky(retryAfter int) http.Handler {
 	})
 }
 
-// serve starts an HTTP server on l and returns a function that shuts it down.
-func serve(l net.Listener, h http.Handler) func() {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(l) }()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}
-}
-
 func run(ctx context.Context, o options, logOut, status io.Writer) error {
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
+	ctx, cancel := exampleutil.WithDuration(ctx, o.duration)
+	defer cancel()
 
 	// The flaky downstream, on a loopback port of its own.
-	backendL, err := net.Listen("tcp", "127.0.0.1:0")
+	backend, stopBackend, err := exampleutil.Loopback(flaky(o.retryAfter))
 	if err != nil {
 		return err
 	}
-	stopBackend := serve(backendL, flaky(o.retryAfter))
 	defer stopBackend()
 
 	// A registry, its retry log on logOut, and its metrics on /metrics.
@@ -147,24 +98,12 @@ func run(ctx context.Context, o options, logOut, status io.Writer) error {
 		return err
 	}
 	defer logger.Attach(reg.Events())()
-	col, err := collector.New(reg)
+	metricsURL, stopMetrics, err := exampleutil.ServeMetrics(o.listen, reg)
 	if err != nil {
 		return err
 	}
-	promReg := prometheus.NewRegistry()
-	if err := promReg.Register(col); err != nil {
-		return err
-	}
-	metricsL, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
-	stopMetrics := serve(metricsL, mux)
 	defer stopMetrics()
-	metricsURL := "http://" + metricsL.Addr().String() + "/metrics"
-	fmt.Fprintf(status, "metrics on %s; flaky server on %s\n", metricsURL, backendL.Addr())
+	fmt.Fprintf(status, "metrics on %s; flaky server on %s\n", metricsURL, backend)
 	if o.ready != nil {
 		o.ready(metricsURL)
 	}
@@ -175,7 +114,7 @@ func run(ctx context.Context, o options, logOut, status io.Writer) error {
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
-	target := "http://" + backendL.Addr().String() + "/v1/quote"
+	target := "http://" + backend + "/v1/quote"
 	for i := 1; ; i++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {

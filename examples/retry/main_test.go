@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,54 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/internal/exampleutil/exampletest"
 	"github.com/stormwatch-go/stormwatch/internal/exposition"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers; waitFor blocks until it contains a
-// string.
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // closed and replaced by every Write
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.written != nil {
-		close(s.written)
-		s.written = nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-// waitFor waits until the buffer contains want, or fails the test after timeout (a bound on a
-// failure, not a measure).
-func (s *syncBuffer) waitFor(t *testing.T, want string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		s.mu.Lock()
-		found := strings.Contains(s.b.String(), want)
-		if s.written == nil {
-			s.written = make(chan struct{})
-		}
-		written := s.written
-		s.mu.Unlock()
-		if found {
-			return
-		}
-		select {
-		case <-written:
-		case <-deadline:
-			t.Fatalf("%q not written within %s; got:\n%s", want, timeout, s.String())
-		}
-	}
-}
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
@@ -80,7 +35,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestRunRetriesAndServesMetrics(t *testing.T) {
-	var logs, status syncBuffer
+	var logs, status exampletest.SyncBuffer
 	urls := make(chan string, 1)
 	o := options{listen: "127.0.0.1:0", duration: 20 * time.Second, retryAfter: 0, ready: func(u string) { urls <- u }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -90,7 +45,7 @@ func TestRunRetriesAndServesMetrics(t *testing.T) {
 	metricsURL := <-urls
 
 	// Wait for the first call that succeeded after a retry.
-	logs.waitFor(t, `"outcome":"succeeded"`, 10*time.Second)
+	logs.WaitFor(t, `"outcome":"succeeded"`, 10*time.Second)
 
 	resp, err := http.Get(metricsURL)
 	require.NoError(t, err)
@@ -130,31 +85,13 @@ func TestRunRetriesAndServesMetrics(t *testing.T) {
 	assert.Contains(t, status.String(), "call 1: 200 OK")
 }
 
-// TestParseArgsExitCodes: a bad value or flag prints one line on stderr and exits 2; -h prints
-// the usage on stdout and exits 0.
 func TestParseArgsExitCodes(t *testing.T) {
-	for _, tc := range []struct {
-		args           []string
-		code           int
-		stdout, stderr string
-	}{
-		{[]string{"-duration", "-1s"}, 2, "", "retry: -duration -1s: must not be negative (run with -h for usage)\n"},
-		{[]string{"-bogus"}, 2, "", "retry: flag provided but not defined: -bogus (run with -h for usage)\n"},
-		{[]string{"-duration"}, 2, "", "retry: flag needs an argument: -duration (run with -h for usage)\n"},
-		{[]string{"-h"}, 0, "usage: go run ./examples/retry [flags]\n", ""},
-		{[]string{"--help"}, 0, "usage: go run ./examples/retry [flags]\n", ""},
-	} {
-		var stdout, stderr strings.Builder
-		_, code := parseArgs(tc.args, &stdout, &stderr)
-		assert.Equal(t, tc.code, code, tc.args)
-		assert.Equal(t, tc.stderr, stderr.String(), tc.args)
-		if tc.stdout == "" {
-			assert.Empty(t, stdout.String(), tc.args)
-		} else {
-			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "%v: %s", tc.args, stdout.String())
-			assert.Contains(t, stdout.String(), "-duration", tc.args)
-		}
-	}
-	_, code := parseArgs(nil, io.Discard, io.Discard)
-	assert.Equal(t, -1, code, "no flags: run")
+	exampletest.TestExitCodes(t, "retry", "go run ./examples/retry [flags]",
+		func(args []string, stdout, stderr io.Writer) int {
+			_, code := parseArgs(args, stdout, stderr)
+			return code
+		},
+		exampletest.ExitCase{Args: []string{"-duration", "-1s"}, Stderr: "-duration -1s: must not be negative"},
+		exampletest.ExitCase{Args: []string{"-retry-after", "-2"}, Stderr: "-retry-after -2: must not be negative"},
+		exampletest.ExitCase{Args: []string{"extra"}, Stderr: `unexpected arguments ["extra"]`})
 }

@@ -59,11 +59,11 @@ func BenchmarkAllowClosedSuccess(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		done, err := br.Allow()
+		done, err := br.Acquire()
 		if err != nil {
 			b.Fatal(err)
 		}
-		done(nil)
+		done.Done(nil)
 	}
 }
 

@@ -15,7 +15,7 @@
 //
 //	err := b.Do(ctx, func(ctx context.Context) error { ... })          // closure
 //	v, err := breaker.Call(ctx, b, func(ctx context.Context) (T, error) { ... }) // generic
-//	done, err := b.Allow(); if err == nil { err = work(); done(err) }  // two-step
+//	p, err := b.Acquire(); if err == nil { err = work(); p.Done(err) }  // two-step (middleware)
 //
 // Rejections return an error matching errors.Is(err, [ErrOpen]); errors.As with [*OpenError]
 // gives the breaker's name, state and remaining open time.
@@ -88,12 +88,10 @@ type epoch struct {
 
 	probes              atomic.Int32 // half-open permits taken
 	hoOK, hoFail, hoSlw atomic.Int32 // half-open probe results
-
-	done func(error) // closed, metrics_only: the done func of untimed permits, made once (Allow)
 }
 
 // New returns a closed breaker called name, configured by cfg (see [Config] for the defaults).
-// An invalid field yields a [*ConfigError] naming it and its value.
+// An invalid field yields a [*catalog.ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Breaker, error) {
 	s, err := newSettings(name, cfg)
 	if err != nil {
@@ -130,7 +128,6 @@ func (b *Breaker) newEpoch(st catalog.State, now int64, s *settings) *epoch {
 	if st == catalog.StateClosed || st == catalog.StateMetricsOnly {
 		e.win = s.newWindow()
 		e.winTime = e.win.needsTime()
-		e.done = func(err error) { b.record(Permit{b: b, e: e}, result{err: err}) }
 	}
 	return e
 }

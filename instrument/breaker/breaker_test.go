@@ -105,7 +105,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 		field string
 		value string
 	}{
-		{Config{Window: WindowKind(7)}, "Window", "WindowKind(7)"},
+		{Config{Window: "sliding"}, "Window", `"sliding"`},
 		{Config{WindowSize: -1}, "WindowSize", "-1"},
 		{Config{WindowSize: maxWindowSize + 1}, "WindowSize", fmt.Sprint(maxWindowSize + 1)},
 		{Config{WindowDuration: time.Minute}, "WindowDuration", "1m0s"},
@@ -132,7 +132,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 		{Config{OpenDuration: -time.Second}, "OpenDuration", "-1s"},
 		{Config{OpenJitter: 1}, "OpenJitter", "1"},
 		{Config{OpenJitter: -0.2}, "OpenJitter", "-0.2"},
-		{Config{OpenJitter: 0.3, NoJitter: true}, "OpenJitter", "0.3"},
+		{Config{OpenJitter: 0.3, DisableJitter: true}, "OpenJitter", "0.3"},
 		{Config{OpenDurationGrowth: 0.5}, "OpenDurationGrowth", "0.5"},
 		{Config{OpenDurationGrowth: 101}, "OpenDurationGrowth", "101"},
 		{Config{OpenDurationGrowth: 2, MaxOpenDuration: time.Second}, "MaxOpenDuration", "1s"},
@@ -144,7 +144,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 			b, err := New("dep", tt.cfg)
 			require.Error(t, err)
 			assert.Nil(t, b)
-			var ce *ConfigError
+			var ce *catalog.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.field, ce.Field)
 			assert.Equal(t, "dep", ce.Name)
@@ -152,7 +152,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 		})
 	}
 	_, err := New("", Config{})
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "name", ce.Field)
 }
@@ -167,7 +167,7 @@ func tripConsecutive(t *testing.T, b *Breaker, n int) {
 }
 
 func TestEveryTransition(t *testing.T) {
-	b, clk, trs := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, HalfOpenCalls: 1, OpenDuration: time.Second, NoJitter: true})
+	b, clk, trs := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, HalfOpenCalls: 1, OpenDuration: time.Second, DisableJitter: true})
 	tripConsecutive(t, b, 2)                     // closed → open
 	clk.Advance(time.Second)                     //
 	require.NoError(t, b.Do(ctx, ok))            // open → half_open → closed
@@ -235,7 +235,7 @@ func TestEveryTransition(t *testing.T) {
 		for _, to := range catalog.States {
 			n := sn.Transitions[from][to]
 			total += n
-			if CanTransition(from, to) {
+			if catalog.CanTransition(from, to) {
 				assert.True(t, seen[[2]catalog.State{from, to}], "transition %s→%s not exercised", from, to)
 				assert.NotZero(t, n, "%s→%s", from, to)
 			} else {
@@ -250,16 +250,16 @@ func TestCanTransitionPairs(t *testing.T) {
 	n := 0
 	for _, f := range catalog.States {
 		for _, to := range catalog.States {
-			if CanTransition(f, to) {
+			if catalog.CanTransition(f, to) {
 				n++
 			}
 		}
 	}
 	assert.Equal(t, 23, n)
-	assert.False(t, CanTransition(catalog.StateClosed, catalog.StateHalfOpen))
-	assert.False(t, CanTransition(catalog.StateForcedOpen, catalog.StateOpen))
-	assert.False(t, CanTransition(catalog.StateDisabled, catalog.StateHalfOpen))
-	assert.False(t, CanTransition(catalog.StateOpen, catalog.StateOpen))
+	assert.False(t, catalog.CanTransition(catalog.StateClosed, catalog.StateHalfOpen))
+	assert.False(t, catalog.CanTransition(catalog.StateForcedOpen, catalog.StateOpen))
+	assert.False(t, catalog.CanTransition(catalog.StateDisabled, catalog.StateHalfOpen))
+	assert.False(t, catalog.CanTransition(catalog.StateOpen, catalog.StateOpen))
 }
 
 // TestTripTimeline follows a breaker second by second through a trip and its probe: five
@@ -267,7 +267,7 @@ func TestCanTransitionPairs(t *testing.T) {
 func TestTripTimeline(t *testing.T) {
 	for _, outcome := range []string{"A probe succeeds", "B probe fails"} {
 		t.Run(outcome, func(t *testing.T) {
-			b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 5, OpenDuration: 30 * time.Second, NoJitter: true, HalfOpenCalls: 1})
+			b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 5, OpenDuration: 30 * time.Second, DisableJitter: true, HalfOpenCalls: 1})
 			at := func(d time.Duration) { clk.Set(t0.Add(d)) }
 			type row struct {
 				at      time.Duration
@@ -302,7 +302,7 @@ func TestTripTimeline(t *testing.T) {
 					require.ErrorIs(t, b.Do(ctx, ok), ErrOpen)
 				}},
 				{row{40 * time.Second, "attempt reset (effective)", 0, catalog.StateHalfOpen}, func(t *testing.T) {
-					assert.Equal(t, catalog.StateOpen, b.Snapshot().StoredState, "not committed before a call")
+					assert.Equal(t, catalog.StateOpen, storedState(b), "not committed before a call")
 					assert.Zero(t, b.Snapshot().Transitions[catalog.StateOpen][catalog.StateHalfOpen])
 				}},
 				{row{40*time.Second + 100*time.Millisecond, "single probe sent; others rejected", 0, catalog.StateHalfOpen}, func(t *testing.T) {
@@ -342,9 +342,8 @@ func TestTripTimeline(t *testing.T) {
 			for _, r := range rows {
 				at(r.at)
 				r.do(t)
-				sn := b.Snapshot()
 				if r.at <= 40*time.Second+300*time.Millisecond {
-					assert.Equal(t, r.counter, sn.WindowFailures, "T+%v %s: counter", r.at, r.event)
+					assert.Equal(t, r.counter, windowOf(b).WindowFailures, "T+%v %s: counter", r.at, r.event)
 				}
 				if r.event != "probe fails → trip" {
 					assert.Equal(t, r.state, b.State(), "T+%v %s: state", r.at, r.event)
@@ -359,7 +358,7 @@ func TestTripTimeline(t *testing.T) {
 // TestSmallestBreakerDemo walks the smallest useful breaker: two consecutive failures trip it,
 // it stays open 1 s, one probe decides.
 func TestSmallestBreakerDemo(t *testing.T) {
-	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, OpenDuration: time.Second, NoJitter: true, HalfOpenCalls: 1})
+	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, OpenDuration: time.Second, DisableJitter: true, HalfOpenCalls: 1})
 	steps := []struct {
 		name  string
 		run   func() error
@@ -465,7 +464,7 @@ func TestSlowSuccessesReturnValueAndTrip(t *testing.T) {
 
 func TestMinimumCallsRespected(t *testing.T) {
 	for _, w := range []WindowKind{CountBased, TimeBased} {
-		t.Run(w.String(), func(t *testing.T) {
+		t.Run(string(w), func(t *testing.T) {
 			b, _, _ := newTest(t, Config{Window: w, MinCalls: 20})
 			for i := range 19 {
 				require.ErrorIs(t, b.Do(ctx, fail), errBoom, "call %d", i)
@@ -494,8 +493,8 @@ func TestCountWindowSlides(t *testing.T) {
 		require.NoError(t, b.Do(ctx, ok))
 	}
 	sn := b.Snapshot()
-	assert.Equal(t, int64(10), sn.WindowCalls)
-	assert.Zero(t, sn.WindowFailures, "the failures slid out of the last 10 calls")
+	assert.Equal(t, int64(10), windowOf(b).WindowCalls)
+	assert.Zero(t, windowOf(b).WindowFailures, "the failures slid out of the last 10 calls")
 	assert.Equal(t, 0.0, sn.FailureRate)
 	for range 4 {
 		require.Error(t, b.Do(ctx, fail))
@@ -512,24 +511,23 @@ func TestTimeWindowExpires(t *testing.T) {
 		require.Error(t, b.Do(ctx, fail))
 	}
 	clk.Advance(9 * time.Second)
-	assert.Equal(t, int64(3), b.Snapshot().WindowCalls)
+	assert.Equal(t, int64(3), windowOf(b).WindowCalls)
 	clk.Advance(time.Second)
-	assert.Equal(t, int64(0), b.Snapshot().WindowCalls, "10 s later the bucket has left the window")
+	assert.Equal(t, int64(0), windowOf(b).WindowCalls, "10 s later the bucket has left the window")
 	for range 3 {
 		require.NoError(t, b.Do(ctx, ok))
 	}
 	require.Error(t, b.Do(ctx, fail))
 	assert.Equal(t, catalog.StateClosed, b.State(), "old failures no longer count: 1 of 4")
-	sn := b.Snapshot()
-	assert.Equal(t, int64(4), sn.WindowCalls)
-	assert.Equal(t, int64(1), sn.WindowFailures)
+	assert.Equal(t, int64(4), windowOf(b).WindowCalls)
+	assert.Equal(t, int64(1), windowOf(b).WindowFailures)
 	require.Error(t, b.Do(ctx, fail))
 	require.Error(t, b.Do(ctx, fail))
 	assert.Equal(t, catalog.StateOpen, b.State(), "3 of 6 ≥ 0.5")
 }
 
 func TestHalfOpenAdmitsExactlyThreeOfHundred(t *testing.T) {
-	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 3, OpenDuration: time.Second, NoJitter: true})
+	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 3, OpenDuration: time.Second, DisableJitter: true})
 	tripConsecutive(t, b, 1)
 	clk.Advance(time.Second)
 
@@ -574,7 +572,7 @@ func TestHalfOpenAdmitsExactlyThreeOfHundred(t *testing.T) {
 
 func TestHalfOpenRules(t *testing.T) {
 	setup := func(t *testing.T) (*Breaker, *clock.Fake) {
-		b, clk, _ := newTest(t, Config{WindowSize: 10, MinCalls: 1, HalfOpenCalls: 3, FailureRateThreshold: 0.5, OpenDuration: time.Second, NoJitter: true})
+		b, clk, _ := newTest(t, Config{WindowSize: 10, MinCalls: 1, HalfOpenCalls: 3, FailureRateThreshold: 0.5, OpenDuration: time.Second, DisableJitter: true})
 		require.Error(t, b.Do(ctx, fail))
 		require.Equal(t, catalog.StateOpen, b.State())
 		clk.Advance(time.Second)
@@ -587,7 +585,7 @@ func TestHalfOpenRules(t *testing.T) {
 		require.NoError(t, b.Do(ctx, ok))
 		require.NoError(t, b.Do(ctx, ok))
 		assert.Equal(t, catalog.StateClosed, b.State())
-		assert.Zero(t, b.Snapshot().WindowCalls, "the transition zeroed the window")
+		assert.Zero(t, windowOf(b).WindowCalls, "the transition zeroed the window")
 	})
 	t.Run("second failure reopens at once", func(t *testing.T) {
 		b, _ := setup(t)
@@ -596,7 +594,7 @@ func TestHalfOpenRules(t *testing.T) {
 		assert.Equal(t, catalog.StateOpen, b.State())
 	})
 	t.Run("max duration reopens", func(t *testing.T) {
-		b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxDuration: 5 * time.Second, OpenDuration: time.Second, NoJitter: true})
+		b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, HalfOpenMaxDuration: 5 * time.Second, OpenDuration: time.Second, DisableJitter: true})
 		tripConsecutive(t, b, 1)
 		clk.Advance(time.Second)
 		hung, err := b.Acquire()
@@ -616,7 +614,7 @@ func TestHalfOpenRules(t *testing.T) {
 }
 
 func TestProbePermitReturnedOnPanicAndCancel(t *testing.T) {
-	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, OpenDuration: time.Second, NoJitter: true})
+	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, OpenDuration: time.Second, DisableJitter: true})
 	tripConsecutive(t, b, 1)
 	clk.Advance(time.Second)
 
@@ -652,7 +650,7 @@ func TestJitterDrawnAtEachTrip(t *testing.T) {
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
 	for range 10000 {
 		require.Error(t, b.Do(ctx, fail))
-		p := b.Snapshot().OpenPeriod
+		p := drawnOpenPeriod(b)
 		require.GreaterOrEqual(t, p, base*8/10)
 		require.LessOrEqual(t, p, base*12/10)
 		seen[p] = true
@@ -665,11 +663,11 @@ func TestJitterDrawnAtEachTrip(t *testing.T) {
 }
 
 func TestOpenDurationGrowth(t *testing.T) {
-	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, OpenDuration: time.Second, NoJitter: true, OpenDurationGrowth: 2, MaxOpenDuration: 5 * time.Second})
+	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, OpenDuration: time.Second, DisableJitter: true, OpenDurationGrowth: 2, MaxOpenDuration: 5 * time.Second})
 	tripConsecutive(t, b, 1)
 	var got []time.Duration
 	for range 5 {
-		p := b.Snapshot().OpenPeriod
+		p := drawnOpenPeriod(b)
 		got = append(got, p)
 		clk.Advance(p)
 		require.Error(t, b.Do(ctx, fail)) // probe fails: re-trip
@@ -678,11 +676,11 @@ func TestOpenDurationGrowth(t *testing.T) {
 	clk.Advance(5 * time.Second)
 	require.NoError(t, b.Do(ctx, ok))
 	tripConsecutive(t, b, 1)
-	assert.Equal(t, time.Second, b.Snapshot().OpenPeriod, "closing resets the growth")
+	assert.Equal(t, time.Second, drawnOpenPeriod(b), "closing resets the growth")
 }
 
 func TestStateIsPureRead(t *testing.T) {
-	b, clk, trs := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, OpenDuration: time.Second, NoJitter: true})
+	b, clk, trs := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, OpenDuration: time.Second, DisableJitter: true})
 	tripConsecutive(t, b, 1)
 	before := b.Snapshot()
 	clk.Advance(2 * time.Second)
@@ -691,7 +689,7 @@ func TestStateIsPureRead(t *testing.T) {
 		_ = b.Snapshot()
 	}
 	after := b.Snapshot()
-	assert.Equal(t, catalog.StateOpen, after.StoredState, "reading never commits a transition")
+	assert.Equal(t, catalog.StateOpen, storedState(b), "reading never commits a transition")
 	assert.Equal(t, catalog.StateHalfOpen, after.State)
 	assert.Equal(t, before.Transitions, after.Transitions)
 	assert.Len(t, *trs, 1)
@@ -708,15 +706,14 @@ func TestReconfigureKeepsCounts(t *testing.T) {
 			require.NoError(t, b.Do(ctx, ok))
 		}
 	}
-	before := b.Snapshot()
-	require.Equal(t, int64(10), before.WindowCalls)
-	require.Equal(t, int64(4), before.WindowFailures)
+	before, bw := b.Snapshot(), windowOf(b)
+	require.Equal(t, int64(10), bw.WindowCalls)
+	require.Equal(t, int64(4), bw.WindowFailures)
 
 	require.NoError(t, b.Reconfigure(Config{WindowSize: 20, MinCalls: 10, FailureRateThreshold: 0.9, OpenDuration: time.Minute}))
 	after := b.Snapshot()
 	assert.Equal(t, before.Calls, after.Calls)
-	assert.Equal(t, before.WindowCalls, after.WindowCalls, "same window shape: the window is kept")
-	assert.Equal(t, before.WindowFailures, after.WindowFailures)
+	assert.Equal(t, bw, windowOf(b), "same window shape: the window is kept")
 	assert.Equal(t, 0.9, after.FailureRateThreshold)
 	assert.Equal(t, time.Minute, after.OpenDuration)
 	assert.IsType(t, &clock.Fake{}, b.Config().Clock, "the clock is kept")
@@ -727,7 +724,7 @@ func TestReconfigureKeepsCounts(t *testing.T) {
 	assert.Equal(t, catalog.StateClosed, b.State())
 
 	err := b.Reconfigure(Config{FailureRateThreshold: 7})
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "FailureRateThreshold", ce.Field)
 	assert.Equal(t, 0.9, b.Snapshot().FailureRateThreshold, "a rejected config changes nothing")
@@ -741,8 +738,8 @@ func TestReconfigureKeepsCounts(t *testing.T) {
 	require.NoError(t, b.Reconfigure(Config{Window: ConsecutiveFailures, WindowSize: 3}))
 	sn := b.Snapshot()
 	assert.Equal(t, calls, sn.Calls)
-	assert.Zero(t, sn.WindowFailures)
-	assert.Equal(t, catalog.StateClosed, sn.StoredState)
+	assert.Zero(t, windowOf(b).WindowFailures)
+	assert.Equal(t, catalog.StateClosed, storedState(b))
 	for range 3 {
 		require.Error(t, b.Do(ctx, fail))
 	}
@@ -764,9 +761,9 @@ func TestModes(t *testing.T) {
 	for range 5 {
 		require.ErrorIs(t, b.Do(ctx, fail), errBoom)
 	}
-	done, err := b.Allow()
+	done, err := b.Acquire()
 	require.NoError(t, err)
-	done(errBoom)
+	done.Done(errBoom)
 	assert.Equal(t, uint64(10), b.Snapshot().Calls[catalog.CallFailed], "disabled records nothing")
 	assert.True(t, math.IsNaN(b.Snapshot().FailureRate))
 
@@ -783,18 +780,19 @@ func TestModes(t *testing.T) {
 
 func TestTwoStepAPI(t *testing.T) {
 	b, clk, _ := newTest(t, Config{WindowSize: 10, MinCalls: 2, SlowCallDuration: time.Second})
-	done, err := b.Allow()
+	done, err := b.Acquire()
 	require.NoError(t, err)
 	clk.Advance(2 * time.Second)
-	done(nil)
+	done.Done(nil)
 	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallSlowSuccessful])
 
 	p, err := b.Acquire()
 	require.NoError(t, err)
-	p.DoneDuration(errBoom, 3*time.Second)
+	clk.Advance(3 * time.Second)
+	p.Done(errBoom)
 	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallSlowFailed])
 	assert.Equal(t, catalog.StateOpen, b.State())
-	_, err = b.Allow()
+	_, err = b.Acquire()
 	mustReject(t, err, catalog.StateOpen)
 	var zero Permit
 	zero.Done(nil) // inert
@@ -802,9 +800,9 @@ func TestTwoStepAPI(t *testing.T) {
 
 func TestClassifier(t *testing.T) {
 	biz := errors.New("insufficient funds")
-	b, _, _ := newTest(t, Config{WindowSize: 10, MinCalls: 1, Classify: func(err error) Outcome {
+	b, _, _ := newTest(t, Config{WindowSize: 10, MinCalls: 1, Classify: func(err error) catalog.CallKind {
 		if errors.Is(err, biz) {
-			return OutcomeSuccess
+			return catalog.CallSuccessful
 		}
 		return DefaultClassify(err)
 	}})
@@ -814,10 +812,10 @@ func TestClassifier(t *testing.T) {
 	assert.Equal(t, uint64(1), b.Snapshot().Calls[catalog.CallIgnored])
 	assert.Equal(t, catalog.StateClosed, b.State())
 
-	assert.Equal(t, OutcomeIgnored, DefaultClassify(fmt.Errorf("wrapped: %w", context.Canceled)))
-	assert.Equal(t, OutcomeFailure, DefaultClassify(context.DeadlineExceeded))
-	assert.Equal(t, OutcomeIgnored, DefaultClassify(fmt.Errorf("x: %w", classify.Business(errBoom))))
-	assert.Equal(t, OutcomeSuccess, DefaultClassify(nil))
+	assert.Equal(t, catalog.CallIgnored, DefaultClassify(fmt.Errorf("wrapped: %w", context.Canceled)))
+	assert.Equal(t, catalog.CallFailed, DefaultClassify(context.DeadlineExceeded))
+	assert.Equal(t, catalog.CallIgnored, DefaultClassify(fmt.Errorf("x: %w", classify.Business(errBoom))))
+	assert.Equal(t, catalog.CallSuccessful, DefaultClassify(nil))
 }
 
 func TestEventsAndOutcomeListener(t *testing.T) {
@@ -838,13 +836,13 @@ func TestEventsAndOutcomeListener(t *testing.T) {
 }
 
 func TestLateResultsCountedButIgnored(t *testing.T) {
-	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, HalfOpenCalls: 1, OpenDuration: time.Second, NoJitter: true})
+	b, clk, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 2, HalfOpenCalls: 1, OpenDuration: time.Second, DisableJitter: true})
 	slow, err := b.Acquire() // admitted while closed
 	require.NoError(t, err)
 	tripConsecutive(t, b, 2)
 	slow.Done(errBoom) // late failure from the closed epoch
 	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.CallFailed], "counted in calls_total")
-	assert.Zero(t, b.Snapshot().WindowFailures, "but not in the new state's decisions")
+	assert.Zero(t, windowOf(b).WindowFailures, "but not in the new state's decisions")
 	clk.Advance(time.Second)
 	require.NoError(t, b.Do(ctx, ok))
 	assert.Equal(t, catalog.StateClosed, b.State())
@@ -876,8 +874,8 @@ func TestConcurrentExactAccounting(t *testing.T) {
 				case 1:
 					_, _ = Call(ctx, b, func(context.Context) (int, error) { return i, fnErr })
 				default:
-					if done, err := b.Allow(); err == nil {
-						done(fnErr)
+					if p, err := b.Acquire(); err == nil {
+						p.Done(fnErr)
 					}
 				}
 			}
@@ -918,8 +916,8 @@ func TestClosedPathAllocatesNothing(t *testing.T) {
 	b, err := New("dep", Config{DisableDurationHistogram: true})
 	require.NoError(t, err)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {
-		if done, err := b.Allow(); err == nil {
-			done(nil)
+		if done, err := b.Acquire(); err == nil {
+			done.Done(nil)
 		}
 	}), "Allow on an untimed closed breaker")
 }
@@ -989,7 +987,7 @@ func TestTripsCountedByCause(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.NoJitter = true
+			tt.cfg.DisableJitter = true
 			b, clk, trs := newTest(t, tt.cfg)
 			tt.trip(t, b, clk)
 			sn := b.Snapshot()
@@ -1027,25 +1025,25 @@ func TestDefaultClassifyFollowsFailureClassification(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want Outcome
+		want catalog.CallKind
 	}{
-		{"404: the dependency answered", statusErr(404), OutcomeSuccess},
-		{"401", statusErr(401), OutcomeSuccess},
-		{"501 permanent", statusErr(501), OutcomeSuccess},
-		{"503", statusErr(503), OutcomeFailure},
-		{"429", statusErr(429), OutcomeFailure},
-		{"408", statusErr(408), OutcomeFailure},
-		{"own rejection", &OpenError{Name: "x"}, OutcomeIgnored},
-		{"plain error", errBoom, OutcomeFailure},
-		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), OutcomeFailure},
-		{"cancelled", fmt.Errorf("call: %w", context.Canceled), OutcomeIgnored},
+		{"404: the dependency answered", statusErr(404), catalog.CallSuccessful},
+		{"401", statusErr(401), catalog.CallSuccessful},
+		{"501 permanent", statusErr(501), catalog.CallSuccessful},
+		{"503", statusErr(503), catalog.CallFailed},
+		{"429", statusErr(429), catalog.CallFailed},
+		{"408", statusErr(408), catalog.CallFailed},
+		{"own rejection", &OpenError{Name: "x"}, catalog.CallIgnored},
+		{"plain error", errBoom, catalog.CallFailed},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), catalog.CallFailed},
+		{"cancelled", fmt.Errorf("call: %w", context.Canceled), catalog.CallIgnored},
 		// Business errors are ignored, whatever they wrap: the dependency answered as
 		// designed, and nothing about its health follows.
-		{"business", classify.Business(errBoom), OutcomeIgnored},
-		{"business wrapped", fmt.Errorf("transfer: %w", classify.Business(errBoom)), OutcomeIgnored},
-		{"business 409", classify.Business(statusErr(409)), OutcomeIgnored},
-		{"business 503", classify.Business(statusErr(503)), OutcomeIgnored},
-		{"business deadline", classify.Business(context.DeadlineExceeded), OutcomeIgnored},
+		{"business", classify.Business(errBoom), catalog.CallIgnored},
+		{"business wrapped", fmt.Errorf("transfer: %w", classify.Business(errBoom)), catalog.CallIgnored},
+		{"business 409", classify.Business(statusErr(409)), catalog.CallIgnored},
+		{"business 503", classify.Business(statusErr(503)), catalog.CallIgnored},
+		{"business deadline", classify.Business(context.DeadlineExceeded), catalog.CallIgnored},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, DefaultClassify(tt.err), tt.name)
@@ -1057,4 +1055,28 @@ func TestDefaultClassifyFollowsFailureClassification(t *testing.T) {
 	}
 	assert.Equal(t, catalog.StateClosed, b.State(), "4xx never trip a standalone breaker")
 	assert.Equal(t, uint64(5), b.Snapshot().Calls[catalog.CallSuccessful])
+}
+
+// A user classifier that calls every error a failure still cannot make a business error, the
+// caller's cancellation or a stormwatch rejection trip the breaker: the rule the pipeline's
+// breaker applies holds for a standalone one.
+func TestClassifierCannotCountNeverFailures(t *testing.T) {
+	failAll := func(error) catalog.CallKind { return catalog.CallFailed }
+	b, _, _ := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, Classify: failAll})
+	rejected, err := New("other", Config{Window: ConsecutiveFailures, WindowSize: 1})
+	require.NoError(t, err)
+	rejected.ForceOpen()
+	rej := rejected.Do(ctx, ok)
+	require.ErrorIs(t, rej, ErrOpen)
+	for _, e := range []error{
+		classify.Business(errBoom),
+		fmt.Errorf("call: %w", context.Canceled),
+		fmt.Errorf("layer: %w", rej),
+	} {
+		require.ErrorIs(t, b.Do(ctx, func(context.Context) error { return e }), e)
+	}
+	assert.Equal(t, uint64(3), b.Snapshot().Calls[catalog.CallIgnored])
+	assert.Equal(t, catalog.StateClosed, b.State())
+	require.Error(t, b.Do(ctx, fail))
+	assert.Equal(t, catalog.StateOpen, b.State(), "other errors are the classifier's to decide")
 }

@@ -2,18 +2,20 @@ package breaker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 )
 
-// Every way of calling through a breaker — Do, Call, Allow and Acquire — is Acquire followed by
+// Every way of calling through a breaker — Do, Call and Acquire — is Acquire followed by
 // Permit.Done (or abandon, when the call panics): Acquire holds the one closed fast path, and
 // record is the one place where an outcome is counted and judged.
 
-// Permit is a call admitted by [Breaker.Acquire]. Report its outcome exactly once, with Done or
-// DoneDuration. The zero Permit is inert.
+// Permit is a call admitted by [Breaker.Acquire]. Report its outcome exactly once, with Done.
+// The zero Permit is inert.
 type Permit struct {
 	b     *Breaker
 	e     *epoch // the epoch that admitted the call; a half-open one makes it a probe
@@ -21,8 +23,9 @@ type Permit struct {
 	timed bool   // the breaker measures this call's duration
 }
 
-// Acquire asks the breaker to admit one call. On success the caller runs the call and reports
-// its outcome with [Permit.Done] (or [Permit.DoneDuration]) — exactly once, also when the call
+// Acquire is the two-step form of [Breaker.Do], for middleware where a closure cannot fit: it
+// asks the breaker to admit one call. On success the caller runs the call and reports
+// its outcome with [Permit.Done] — exactly once, also when the call
 // panics or is cancelled (report the ctx error: it is ignored and a half-open permit is
 // returned). On refusal the error matches [ErrOpen]. Acquire and Permit never allocate on the
 // closed path.
@@ -85,14 +88,6 @@ func (p Permit) Done(err error) {
 	}
 }
 
-// DoneDuration reports the outcome of the permitted call with a duration the caller measured.
-// The duration decides whether the call was slow and goes into the histogram.
-func (p Permit) DoneDuration(err error, d time.Duration) {
-	if p.b != nil {
-		p.b.record(p, result{err: err, d: int64(d), given: true})
-	}
-}
-
 // abandon records a permitted call that ended without an outcome (a panic or runtime.Goexit):
 // it is counted as ignored and a half-open permit is returned.
 func (p Permit) abandon() {
@@ -100,26 +95,6 @@ func (p Permit) abandon() {
 		p.b.record(p, result{abandoned: true})
 	}
 }
-
-// Allow is the two-step form of [Breaker.Do]: it admits one call (or returns an error matching
-// [ErrOpen]) and returns done, which the caller must call exactly once with the call's error.
-// Allow allocates nothing on the closed path unless the breaker measures durations; use
-// [Breaker.Acquire] for the allocation-free form in every case, and [Permit.DoneDuration] to
-// report a duration measured by the caller.
-func (b *Breaker) Allow() (done func(err error), err error) {
-	p, err := b.Acquire()
-	switch {
-	case err != nil:
-		return nil, err
-	case p.e.state == catalog.StateDisabled:
-		return nop, nil
-	case !p.timed && p.e.done != nil:
-		return p.e.done, nil
-	}
-	return p.Done, nil
-}
-
-func nop(error) {}
 
 // Do runs fn through the breaker: it returns an error matching [ErrOpen] without calling fn
 // when the breaker refuses the call, and otherwise fn's error, unchanged. A panic in fn is
@@ -165,7 +140,7 @@ func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, e
 type result struct {
 	err       error
 	d         int64 // the call's duration (ns), when given
-	given     bool  // the caller measured d (Permit.DoneDuration)
+	given     bool  // d is known
 	abandoned bool  // the call ended by panic or runtime.Goexit: no outcome
 }
 
@@ -236,15 +211,29 @@ func (b *Breaker) record(p Permit, r result) {
 	}
 }
 
-// errKind classifies a call that returned err: successful, failed or ignored.
+// errKind classifies a call that returned err: successful, failed or ignored. The errors that
+// say nothing about the dependency are ignored whatever the classifier says (see
+// [Config.Classify]); the classifier decides the others.
 func (s *settings) errKind(err error) catalog.CallKind {
+	if neverFailure(err) {
+		return catalog.CallIgnored
+	}
 	switch s.classify(err) {
-	case OutcomeFailure:
+	case catalog.CallFailed, catalog.CallSlowFailed:
 		return catalog.CallFailed
-	case OutcomeIgnored:
+	case catalog.CallIgnored:
 		return catalog.CallIgnored
 	}
 	return catalog.CallSuccessful
+}
+
+// neverFailure reports the errors a breaker ignores whatever its classifier says: a business
+// error (classify.Business: the dependency answered), the caller's cancellation (an error
+// matching context.Canceled: the caller left) and stormwatch's own rejections (the call never
+// reached the dependency: a full bulkhead must never trip a breaker).
+func neverFailure(err error) bool {
+	var rej classify.Rejection
+	return classify.IsBusiness(err) || errors.Is(err, context.Canceled) || (errors.As(err, &rej) && rej.Rejected())
 }
 
 // slowKind is k for a slow call: successful and failed calls become their slow kinds.

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -10,35 +11,23 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
-// WindowKind selects how a breaker counts outcomes in the closed state.
-type WindowKind int
+// WindowKind selects how a breaker counts outcomes in the closed state. Its values are the
+// configuration file's names; the empty WindowKind is [CountBased].
+type WindowKind string
 
-// The window kinds. The zero value is [CountBased].
+// The window kinds.
 const (
 	// CountBased keeps the outcomes of the last WindowSize calls (default 100) and trips on the
 	// failure or slow-call rate once it holds at least MinCalls outcomes.
-	CountBased WindowKind = iota
+	CountBased WindowKind = "count_based"
 	// ConsecutiveFailures trips after WindowSize failures in a row (default 5); any success
 	// resets the run. With slow-call detection on, WindowSize slow calls in a row trip it too.
 	// Rates, minimum calls and rate thresholds do not apply.
-	ConsecutiveFailures
+	ConsecutiveFailures WindowKind = "consecutive_failures"
 	// TimeBased keeps the outcomes of the last WindowDuration (default 60 s) in buckets of
 	// BucketDuration (default 1 s) and trips like CountBased.
-	TimeBased
+	TimeBased WindowKind = "time_based"
 )
-
-// String returns the window kind's name.
-func (k WindowKind) String() string {
-	switch k {
-	case CountBased:
-		return "count_based"
-	case ConsecutiveFailures:
-		return "consecutive_failures"
-	case TimeBased:
-		return "time_based"
-	}
-	return fmt.Sprintf("WindowKind(%d)", int(k))
-}
 
 // The defaults of zero Config fields, as documented on each field.
 const (
@@ -70,7 +59,7 @@ const (
 //
 // Zero fields take their defaults. A field that does not apply to the chosen window (for
 // example MinCalls with ConsecutiveFailures) must stay zero; a set but unusable or out-of-range
-// field makes [New] and [Breaker.Reconfigure] return a [*ConfigError] naming it and its value.
+// field makes [New] and [Breaker.Reconfigure] return a [*catalog.ConfigError] naming it and its value.
 type Config struct {
 	// Window selects the counting scheme (default CountBased).
 	Window WindowKind
@@ -109,10 +98,10 @@ type Config struct {
 	// OpenDuration is the base time a tripped breaker stays open (default 30 s).
 	OpenDuration time.Duration
 	// OpenJitter spreads each open period uniformly over OpenDuration×[1−j, 1+j), drawn afresh
-	// at each trip (0 < j < 1; default 0.2). Set NoJitter to turn it off.
+	// at each trip (0 < j < 1; default 0.2). Set DisableJitter to turn it off.
 	OpenJitter float64
-	// NoJitter turns open-duration jitter off.
-	NoJitter bool
+	// DisableJitter turns open-duration jitter off.
+	DisableJitter bool
 	// OpenDurationGrowth multiplies the open duration for each consecutive re-trip from
 	// half-open (≥ 1; 0 or 1 = no growth), up to MaxOpenDuration. Jitter is applied after the
 	// cap. Closing the breaker resets the growth.
@@ -120,10 +109,14 @@ type Config struct {
 	// MaxOpenDuration caps the grown open duration (default 8×OpenDuration when growth is on).
 	// Only with OpenDurationGrowth > 1.
 	MaxOpenDuration time.Duration
-	// Classify decides whether a call's non-nil error is a failure, a success or ignored
-	// (default [DefaultClassify]). A nil error is always a success. Ignored calls are counted
-	// in calls_total{kind="ignored"} and nowhere else.
-	Classify Classifier
+	// Classify decides whether a call's non-nil error is a failure (catalog.CallFailed), a
+	// success (catalog.CallSuccessful) or ignored (catalog.CallIgnored); default
+	// [DefaultClassify]. A nil error is always a success, and the call's duration alone decides
+	// whether it was slow (a slow kind returned counts as its plain kind). Whatever Classify
+	// says, a business error (classify.Business), the caller's cancellation (an error matching
+	// context.Canceled) and stormwatch's own rejections are ignored: they say nothing about the
+	// dependency. Ignored calls are counted in calls_total{kind="ignored"} and nowhere else.
+	Classify func(err error) catalog.CallKind
 	// DisableDurationHistogram turns the call duration histogram off. With it off and slow-call
 	// detection off, a call through a closed breaker with a count-based or consecutive window
 	// never reads the clock.
@@ -137,11 +130,6 @@ type Config struct {
 	// outcomes. nil = no events. A registry sets its own hub.
 	Events *events.Hub
 }
-
-// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
-// configuration error, with Primitive "circuitbreaker", the breaker's name, the field and the
-// rejected value. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
 
 // settings is a validated Config with defaults applied, in the form the hot path reads.
 type settings struct {
@@ -171,7 +159,7 @@ type settings struct {
 	growth   float64
 	maxOpen  int64 // ns
 
-	classify Classifier
+	classify func(error) catalog.CallKind
 	hist     bool
 	timed    bool // every permitted call measures its duration
 	rnd      clock.Rand
@@ -198,17 +186,18 @@ func (s *settings) newWindow() window {
 // newSettings validates cfg for the breaker called name and applies defaults.
 func newSettings(name string, cfg Config) (*settings, error) {
 	bad := func(field string, value any, reason string) error {
-		return &ConfigError{Primitive: string(catalog.CircuitBreaker), Name: name, Field: field, Value: value, Reason: reason}
+		return &catalog.ConfigError{Primitive: string(catalog.CircuitBreaker), Name: name, Field: field, Value: value, Reason: reason}
 	}
 	if name == "" {
 		return nil, bad("name", "", "must not be empty")
 	}
 	s := &settings{}
 	c := cfg
+	c.Window = cmp.Or(c.Window, CountBased)
 	switch c.Window {
 	case CountBased, ConsecutiveFailures, TimeBased:
 	default:
-		return nil, bad("Window", c.Window, "unknown window kind")
+		return nil, bad("Window", string(c.Window), fmt.Sprintf("unknown window kind (want %s, %s or %s)", CountBased, ConsecutiveFailures, TimeBased))
 	}
 	s.window = c.Window
 
@@ -322,12 +311,12 @@ func newSettings(name string, cfg Config) (*settings, error) {
 	}
 	s.openBase = int64(c.OpenDuration)
 	if c.OpenJitter < 0 || c.OpenJitter >= 1 || math.IsNaN(c.OpenJitter) {
-		return nil, bad("OpenJitter", c.OpenJitter, "must be in (0, 1); set NoJitter to turn jitter off")
+		return nil, bad("OpenJitter", c.OpenJitter, "must be in (0, 1); set DisableJitter to turn jitter off")
 	}
-	if c.NoJitter && c.OpenJitter != 0 {
-		return nil, bad("OpenJitter", c.OpenJitter, "contradicts NoJitter")
+	if c.DisableJitter && c.OpenJitter != 0 {
+		return nil, bad("OpenJitter", c.OpenJitter, "contradicts DisableJitter")
 	}
-	if !c.NoJitter && c.OpenJitter == 0 {
+	if !c.DisableJitter && c.OpenJitter == 0 {
 		c.OpenJitter = defaultOpenJitter
 	}
 	s.jitter = c.OpenJitter

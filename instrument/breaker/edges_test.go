@@ -47,7 +47,7 @@ func transitionPairs(trs []events.Transition) []string {
 }
 
 func TestReconfigureEvaluatesTheWindowAtOnce(t *testing.T) {
-	count := Config{WindowSize: 10, MinCalls: 10, FailureRateThreshold: 0.5, OpenDuration: time.Minute, NoJitter: true}
+	count := Config{WindowSize: 10, MinCalls: 10, FailureRateThreshold: 0.5, OpenDuration: time.Minute, DisableJitter: true}
 	with := func(c Config, f func(*Config)) Config { f(&c); return c }
 	tests := []struct {
 		name    string
@@ -85,11 +85,11 @@ func TestReconfigureEvaluatesTheWindowAtOnce(t *testing.T) {
 		},
 		{
 			name: "time window: failure threshold lowered below the rate",
-			cfg:  Config{Window: TimeBased, WindowDuration: 10 * time.Second, MinCalls: 10, FailureRateThreshold: 0.5, OpenDuration: time.Minute, NoJitter: true},
+			cfg:  Config{Window: TimeBased, WindowDuration: 10 * time.Second, MinCalls: 10, FailureRateThreshold: 0.5, OpenDuration: time.Minute, DisableJitter: true},
 			feed: "ffffssssss",
 			gap:  100 * time.Millisecond,
 			newCfg: Config{Window: TimeBased, WindowDuration: 10 * time.Second, MinCalls: 10, FailureRateThreshold: 0.3,
-				OpenDuration: 2 * time.Minute, NoJitter: true},
+				OpenDuration: 2 * time.Minute, DisableJitter: true},
 			wantTrp: true,
 		},
 		{
@@ -122,9 +122,9 @@ func TestReconfigureEvaluatesTheWindowAtOnce(t *testing.T) {
 			// Consecutive windows have no rate threshold to lower; a new WindowSize is a new
 			// window shape and starts a new, empty run.
 			name:   "consecutive window: a smaller WindowSize starts a new run",
-			cfg:    Config{Window: ConsecutiveFailures, WindowSize: 5, OpenDuration: time.Minute, NoJitter: true},
+			cfg:    Config{Window: ConsecutiveFailures, WindowSize: 5, OpenDuration: time.Minute, DisableJitter: true},
 			feed:   "ffff",
-			newCfg: Config{Window: ConsecutiveFailures, WindowSize: 3, OpenDuration: time.Minute, NoJitter: true},
+			newCfg: Config{Window: ConsecutiveFailures, WindowSize: 3, OpenDuration: time.Minute, DisableJitter: true},
 		},
 	}
 	for _, tt := range tests {
@@ -144,14 +144,14 @@ func TestReconfigureEvaluatesTheWindowAtOnce(t *testing.T) {
 			assert.Equal(t, before.Calls, after.Calls, "Reconfigure keeps the counts")
 			if !tt.wantTrp {
 				assert.Equal(t, stateBefore, after.State)
-				assert.Equal(t, stateBefore, after.StoredState)
+				assert.Equal(t, stateBefore, storedState(b))
 				assert.Equal(t, before.Transitions, after.Transitions)
 				assert.Len(t, *trs, nEvents)
 				return
 			}
 			now := clk.Now()
 			assert.Equal(t, catalog.StateOpen, after.State, "trips at once")
-			assert.Equal(t, catalog.StateOpen, after.StoredState, "the trip is committed, not only effective")
+			assert.Equal(t, catalog.StateOpen, storedState(b), "the trip is committed, not only effective")
 			assert.Equal(t, uint64(1), after.Transitions[catalog.StateClosed][catalog.StateOpen])
 			require.Len(t, *trs, nEvents+1)
 			ev := (*trs)[nEvents]
@@ -171,11 +171,11 @@ func TestReconfigureEvaluatesTheWindowAtOnce(t *testing.T) {
 
 // The reproduction: fed twice more after lowering, the rate stays 0.4 ≥ 0.3.
 func TestReconfigureLoweredThresholdThenSameOutcomes(t *testing.T) {
-	b, clk, _ := newTest(t, Config{WindowSize: 10, MinCalls: 10, FailureRateThreshold: 0.5, NoJitter: true})
+	b, clk, _ := newTest(t, Config{WindowSize: 10, MinCalls: 10, FailureRateThreshold: 0.5, DisableJitter: true})
 	feedOutcomes(t, b, clk, "ffffssssss", 0)
 	require.Equal(t, catalog.StateClosed, b.State())
 	require.InDelta(t, 0.4, b.Snapshot().FailureRate, 1e-9)
-	require.NoError(t, b.Reconfigure(Config{WindowSize: 10, MinCalls: 10, FailureRateThreshold: 0.3, NoJitter: true}))
+	require.NoError(t, b.Reconfigure(Config{WindowSize: 10, MinCalls: 10, FailureRateThreshold: 0.3, DisableJitter: true}))
 	assert.Equal(t, catalog.StateOpen, b.State())
 	rejected := 0
 	for range 10 {
@@ -257,14 +257,14 @@ func TestLateProbeDecidesNothing(t *testing.T) {
 				ps[1].Done(nil)
 				require.Equal(t, catalog.StateHalfOpen, b.State(), "two of three probes decide nothing yet")
 				clk.Advance(limit + time.Second)
-				ps[2].DoneDuration(nil, time.Millisecond)
+				ps[2].Done(nil)
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
-			cfg.OpenDuration, cfg.HalfOpenMaxDuration, cfg.NoJitter = open, limit, true
+			cfg.OpenDuration, cfg.HalfOpenMaxDuration, cfg.DisableJitter = open, limit, true
 			b, clk, trs := newTest(t, cfg)
 			feedOutcomes(t, b, clk, tt.trip, 0)
 			require.Equal(t, catalog.StateOpen, b.State())
@@ -304,7 +304,7 @@ func TestHalfOpenExpiryReopensAtTheInstant(t *testing.T) {
 		limit = 5 * time.Second
 	)
 	b, clk, trs := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1,
-		OpenDuration: open, HalfOpenMaxDuration: limit, NoJitter: true})
+		OpenDuration: open, HalfOpenMaxDuration: limit, DisableJitter: true})
 	at := func(d time.Duration) { clk.Set(t0.Add(d)) }
 	feedOutcomes(t, b, clk, "f", 0) // trips at t0; open until t0+10s
 
@@ -324,7 +324,7 @@ func TestHalfOpenExpiryReopensAtTheInstant(t *testing.T) {
 	at(15 * time.Second)
 	assert.Equal(t, catalog.StateOpen, b.State(), "reopened at half-open start + HalfOpenMaxDuration")
 	assert.Equal(t, catalog.StateOpen, b.Snapshot().State)
-	assert.Equal(t, catalog.StateHalfOpen, b.Snapshot().StoredState, "reading committed nothing")
+	assert.Equal(t, catalog.StateHalfOpen, storedState(b), "reading committed nothing")
 	assert.Zero(t, b.Snapshot().HalfOpenProbes, "the probe belongs to the expired half-open period")
 	assert.Equal(t, t0.Add(25*time.Second), b.Snapshot().OpenUntil, "the open period drawn at the limit")
 
@@ -333,10 +333,10 @@ func TestHalfOpenExpiryReopensAtTheInstant(t *testing.T) {
 	oe := mustReject(t, b.Do(ctx, ok), catalog.StateOpen)
 	assert.Equal(t, 8*time.Second, oe.Remaining, "the new open period counts from the expiry")
 	sn := b.Snapshot()
-	assert.Equal(t, catalog.StateOpen, sn.StoredState)
+	assert.Equal(t, catalog.StateOpen, storedState(b))
 	assert.Equal(t, uint64(1), sn.Transitions[catalog.StateHalfOpen][catalog.StateOpen])
 	assert.Equal(t, t0.Add(25*time.Second), sn.OpenUntil)
-	assert.Equal(t, open, sn.OpenPeriod)
+	assert.Equal(t, open, drawnOpenPeriod(b))
 	assert.Equal(t, t0, sn.TrippedSince, "the episode began at the first trip")
 	require.Len(t, *trs, 3)
 	assert.Equal(t, "half_open→open", transitionPairs(*trs)[2])
@@ -401,7 +401,7 @@ func TestIdleBreakerChainsThroughExpiries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
-			cfg.Window, cfg.WindowSize, cfg.HalfOpenCalls, cfg.NoJitter = ConsecutiveFailures, 1, 1, true
+			cfg.Window, cfg.WindowSize, cfg.HalfOpenCalls, cfg.DisableJitter = ConsecutiveFailures, 1, 1, true
 			b, clk, trs := newTest(t, cfg)
 			feedOutcomes(t, b, clk, "f", 0)
 			committed := b.Snapshot()
@@ -447,7 +447,7 @@ func TestIdleBreakerChainsThroughExpiries(t *testing.T) {
 				require.Equal(t, want(d), b.State(), "at %v", d)
 				sn := b.Snapshot()
 				require.Equal(t, want(d), sn.State, "snapshot at %v", d)
-				require.Equal(t, catalog.StateOpen, sn.StoredState, "reading commits nothing (at %v)", d)
+				require.Equal(t, catalog.StateOpen, storedState(b), "reading commits nothing (at %v)", d)
 				require.Equal(t, committed.Transitions, sn.Transitions)
 				require.Equal(t, committed.Trips, sn.Trips)
 				require.Equal(t, t0, sn.TrippedSince)
@@ -455,10 +455,10 @@ func TestIdleBreakerChainsThroughExpiries(t *testing.T) {
 				if want(d) == catalog.StateOpen {
 					from, until := openPeriod(d)
 					require.Equal(t, t0.Add(until), sn.OpenUntil, "the open period walked to (at %v)", d)
-					require.Equal(t, until-from, sn.OpenPeriod, "at %v", d)
+					require.Equal(t, until-from, drawnOpenPeriod(b), "at %v", d)
 				} else {
 					require.Zero(t, sn.OpenUntil, "at %v", d)
-					require.Zero(t, sn.OpenPeriod, "at %v", d)
+					require.Zero(t, drawnOpenPeriod(b), "at %v", d)
 				}
 			}
 			require.Len(t, *trs, 1)
@@ -622,11 +622,11 @@ func TestWalkSkipsRoundsExactly(t *testing.T) {
 	ms := time.Millisecond
 	configs := []Config{
 		{OpenDuration: 10 * ms, HalfOpenMaxDuration: 3 * ms},
-		{OpenDuration: 10 * ms, HalfOpenMaxDuration: 3 * ms, NoJitter: true},
+		{OpenDuration: 10 * ms, HalfOpenMaxDuration: 3 * ms, DisableJitter: true},
 		{OpenDuration: ms, HalfOpenMaxDuration: ms, OpenJitter: 0.5},
 		{OpenDuration: ms, HalfOpenMaxDuration: 7 * ms, OpenDurationGrowth: 2, MaxOpenDuration: 20 * ms},
 		{OpenDuration: 3 * ms, HalfOpenMaxDuration: ms, OpenDurationGrowth: 1.1, OpenJitter: 0.1},
-		{OpenDuration: time.Nanosecond, HalfOpenMaxDuration: time.Nanosecond, NoJitter: true},
+		{OpenDuration: time.Nanosecond, HalfOpenMaxDuration: time.Nanosecond, DisableJitter: true},
 	}
 	for i, cfg := range configs {
 		cfg.Window, cfg.WindowSize, cfg.Rand = ConsecutiveFailures, 1, r
@@ -656,7 +656,7 @@ func TestWalkSkipsRoundsExactly(t *testing.T) {
 func TestLongIdleChainIsBounded(t *testing.T) {
 	ms := time.Millisecond
 	b, clk, trs := newTest(t, Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1,
-		OpenDuration: ms, HalfOpenMaxDuration: ms, NoJitter: true})
+		OpenDuration: ms, HalfOpenMaxDuration: ms, DisableJitter: true})
 	feedOutcomes(t, b, clk, "f", 0) // open [0, 1ms), half-open [1ms, 2ms), open [2ms, 3ms), …
 
 	clk.Set(t0.Add(time.Hour + ms/2))
@@ -694,7 +694,7 @@ func TestLongIdleChainIsBounded(t *testing.T) {
 }
 
 func TestReconfigureJudgesHalfOpenProbesAtOnce(t *testing.T) {
-	cfg := Config{WindowSize: 10, MinCalls: 1, HalfOpenCalls: 3, FailureRateThreshold: 0.5, OpenDuration: time.Second, NoJitter: true}
+	cfg := Config{WindowSize: 10, MinCalls: 1, HalfOpenCalls: 3, FailureRateThreshold: 0.5, OpenDuration: time.Second, DisableJitter: true}
 	b, clk, trs := newTest(t, cfg)
 	feedOutcomes(t, b, clk, "f", 0)
 	clk.Advance(time.Second)
@@ -706,7 +706,7 @@ func TestReconfigureJudgesHalfOpenProbesAtOnce(t *testing.T) {
 	cfg.FailureRateThreshold = 0.3 // one failed probe of three now reaches it
 	require.NoError(t, b.Reconfigure(cfg))
 	sn := b.Snapshot()
-	assert.Equal(t, catalog.StateOpen, sn.StoredState)
+	assert.Equal(t, catalog.StateOpen, storedState(b))
 	assert.Equal(t, uint64(1), sn.Transitions[catalog.StateHalfOpen][catalog.StateOpen])
 	assert.Equal(t, []string{"closed→open", "open→half_open", "half_open→open"}, transitionPairs(*trs))
 	assert.Equal(t, clk.Now(), sn.OpenUntil.Add(-time.Second))
@@ -716,7 +716,7 @@ func TestReconfigureJudgesHalfOpenProbesAtOnce(t *testing.T) {
 // is committed first, as of when it happened.
 func TestManualChangeAndReconfigureCommitTimeFirst(t *testing.T) {
 	cfg := Config{Window: ConsecutiveFailures, WindowSize: 1, HalfOpenCalls: 1, OpenDuration: 10 * time.Second,
-		HalfOpenMaxDuration: 5 * time.Second, NoJitter: true}
+		HalfOpenMaxDuration: 5 * time.Second, DisableJitter: true}
 	t.Run("reset", func(t *testing.T) {
 		b, clk, trs := newTest(t, cfg)
 		feedOutcomes(t, b, clk, "f", 0)

@@ -44,15 +44,15 @@ func ExampleCall() {
 	// Output: 9.99 <nil>
 }
 
-func ExampleBreaker_Allow() {
+func ExampleBreaker_Acquire() {
 	b, _ := breaker.New("inventory", breaker.Config{})
-	done, err := b.Allow()
+	done, err := b.Acquire()
 	if err != nil {
 		fmt.Println("rejected:", err)
 		return
 	}
 	err = nil // ... make the call ...
-	done(err)
+	done.Done(err)
 	fmt.Println(b.Snapshot().Calls[catalog.CallSuccessful])
 	// Output: 1
 }
@@ -60,7 +60,7 @@ func ExampleBreaker_Allow() {
 func ExampleBreaker_Snapshot() {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b, _ := breaker.New("payments-api", breaker.Config{
-		Window: breaker.ConsecutiveFailures, WindowSize: 3, OpenDuration: 10 * time.Second, NoJitter: true, Clock: clk,
+		Window: breaker.ConsecutiveFailures, WindowSize: 3, OpenDuration: 10 * time.Second, DisableJitter: true, Clock: clk,
 	})
 	for range 3 {
 		_ = b.Do(context.Background(), func(context.Context) error { return errors.New("503") })
@@ -80,14 +80,14 @@ func ExampleBreaker_Snapshot() {
 
 func ExampleOpenError() {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b, _ := breaker.New("search", breaker.Config{OpenDuration: 20 * time.Second, NoJitter: true, Clock: clk})
+	b, _ := breaker.New("search", breaker.Config{OpenDuration: 20 * time.Second, DisableJitter: true, Clock: clk})
 	b.ForceOpen()
 	err := b.Do(context.Background(), func(context.Context) error { return nil })
 	fmt.Println(errors.Is(err, breaker.ErrOpen), err)
 	b.Reset()
 
 	// A tripped breaker tells how long it stays open: a Retry-After hint.
-	b2, _ := breaker.New("search", breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1, OpenDuration: 20 * time.Second, NoJitter: true, Clock: clk})
+	b2, _ := breaker.New("search", breaker.Config{Window: breaker.ConsecutiveFailures, WindowSize: 1, OpenDuration: 20 * time.Second, DisableJitter: true, Clock: clk})
 	_ = b2.Do(context.Background(), func(context.Context) error { return errors.New("timeout") })
 	clk.Advance(5 * time.Second)
 	err = b2.Do(context.Background(), func(context.Context) error { return nil })

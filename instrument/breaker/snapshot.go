@@ -15,8 +15,8 @@ import (
 // Taking one changes nothing and allocates nothing.
 type Snapshot struct {
 	Name string
-	// State is the effective state (see [Breaker.State]); StoredState the committed one.
-	State, StoredState catalog.State
+	// State is the effective state (see [Breaker.State]).
+	State catalog.State
 	// Transitions counts committed transitions: Transitions[from][to].
 	Transitions [catalog.NumStates][catalog.NumStates]uint64
 	// Trips counts the transitions to open and to forced_open by cause.
@@ -26,11 +26,10 @@ type Snapshot struct {
 	// disabled or metrics-only.
 	TrippedSince time.Time
 	TripCause    catalog.TripCause
-	// OpenUntil is when the current open period ends and OpenPeriod its drawn length; zero
-	// unless State is open. Like State, they follow the open and half-open periods that time
-	// alone has gone through since the last committed transition.
-	OpenUntil  time.Time
-	OpenPeriod time.Duration
+	// OpenUntil is when the current open period ends; zero unless State is open. Like State,
+	// it follows the open and half-open periods that time alone has gone through since the
+	// last committed transition.
+	OpenUntil time.Time
 	// Calls counts permitted calls by kind; NotPermitted counts rejections.
 	Calls        [catalog.NumCallKinds]uint64
 	NotPermitted uint64
@@ -41,9 +40,6 @@ type Snapshot struct {
 	// not observed.
 	DurationsRecorded bool
 	Durations         [len(catalog.DurationKinds)]histogram.Snapshot
-	// WindowCalls, WindowFailures and WindowSlow are what the window holds now; for a
-	// ConsecutiveFailures window, the current runs of failures and slow calls.
-	WindowCalls, WindowFailures, WindowSlow int64
 	// FailureRate and SlowCallRate are the window's rates, NaN below MinCalls. For a
 	// ConsecutiveFailures window they are the runs relative to WindowSize (trip at 1).
 	FailureRate, SlowCallRate float64
@@ -63,7 +59,7 @@ type Snapshot struct {
 func (b *Breaker) Snapshot() Snapshot {
 	e, s := b.cur.Load(), b.set.Load()
 	now := b.now()
-	sn := Snapshot{Name: b.name, StoredState: e.state, State: e.state}
+	sn := Snapshot{Name: b.name, State: e.state}
 	var walked uint64
 	if e.state == catalog.StateOpen || e.state == catalog.StateHalfOpen {
 		p, toHalf, toOpen := walk(e.phase(), s, now, nil)
@@ -71,7 +67,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		sn.State = p.state
 		if p.state == catalog.StateOpen {
 			sn.OpenUntil = b.wall(p.until)
-			sn.OpenPeriod = time.Duration(p.period)
 		}
 	}
 	for f := range catalog.NumStates {
@@ -95,7 +90,6 @@ func (b *Breaker) Snapshot() Snapshot {
 		sn.Durations[k] = b.hist[k].Snapshot()
 	}
 	if e.win != nil {
-		sn.WindowCalls, sn.WindowFailures, sn.WindowSlow = e.win.counts(now)
 		sn.FailureRate, sn.SlowCallRate = e.win.rates(now, s)
 	} else {
 		sn.FailureRate, sn.SlowCallRate = math.NaN(), math.NaN()

@@ -217,7 +217,7 @@ func (b *Breaker) Reconfigure(cfg Config) error {
 	defer b.mu.Unlock()
 	old := b.set.Load()
 	if cfg.Clock != nil && !sameClock(cfg.Clock, b.clk) {
-		return &ConfigError{Primitive: string(catalog.CircuitBreaker), Name: b.name, Field: "Clock", Value: fmt.Sprintf("%T", cfg.Clock), Reason: "cannot be changed by Reconfigure"}
+		return &catalog.ConfigError{Primitive: string(catalog.CircuitBreaker), Name: b.name, Field: "Clock", Value: fmt.Sprintf("%T", cfg.Clock), Reason: "cannot be changed by Reconfigure"}
 	}
 	if cfg.Rand == nil && old.cfg.Rand != nil {
 		cfg.Rand = old.cfg.Rand

@@ -23,13 +23,13 @@ func TestDefaultClassifyHonoursAnErrorsOwnVerdict(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want Outcome
+		want catalog.CallKind
 	}{
-		{"a failure", unavailable, OutcomeFailure},
-		{"wrapped failure", fmt.Errorf("get: %w", unavailable), OutcomeFailure},
-		{"not a failure: the dependency answered", fmt.Errorf("get: %w", notFound), OutcomeSuccess},
-		{"business", classify.Business(notFound), OutcomeIgnored},
-		{"class canceled", verdictErr{Class: catalog.ClassCanceled}, OutcomeIgnored},
+		{"a failure", unavailable, catalog.CallFailed},
+		{"wrapped failure", fmt.Errorf("get: %w", unavailable), catalog.CallFailed},
+		{"not a failure: the dependency answered", fmt.Errorf("get: %w", notFound), catalog.CallSuccessful},
+		{"business", classify.Business(notFound), catalog.CallIgnored},
+		{"class canceled", verdictErr{Class: catalog.ClassCanceled}, catalog.CallIgnored},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, DefaultClassify(tt.err), tt.name)

@@ -18,7 +18,7 @@
 //
 //	err := b.Do(ctx, func(ctx context.Context) error { ... })          // closure
 //	v, err := bulkhead.Call(ctx, b, func(ctx context.Context) (T, error) { ... }) // generic
-//	release, err := b.Acquire(ctx); if err == nil { defer release(); ... }    // two-step
+//	p, err := b.Acquire(ctx); if err == nil { defer p.Done(); ... }    // two-step (middleware)
 //
 // The uncontended path (a permit is free and nobody waits) is one compare-and-swap to take the
 // permit, one atomic add to count it and one compare-and-swap to give it back; it allocates
@@ -53,7 +53,7 @@ const DefaultMaxConcurrent = 25
 
 // Config configures a [Bulkhead]. The zero Config is a working default: 25 permits, rejection at
 // once when they are all taken, the wall clock, no events. Negative or impossible values make
-// [New] return a [*ConfigError] naming the field and its value.
+// [New] return a [*catalog.ConfigError] naming the field and its value.
 type Config struct {
 	// MaxConcurrent is the number of permits: calls allowed to run at the same time (default 25;
 	// at most math.MaxInt32).
@@ -67,11 +67,6 @@ type Config struct {
 	// means no events.
 	Events *events.Hub
 }
-
-// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
-// configuration error, with Primitive "bulkhead", the bulkhead's name, the field and the rejected
-// value. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
 
 // FullError is the error of a rejected call. It satisfies errors.Is(err, ErrFull), reports
 // Rejected() == true (stormwatch's own rejection: classified rejected, never retried, not a
@@ -125,7 +120,6 @@ type Bulkhead struct {
 	clock   clock.Clock
 	hub     *events.Hub
 	full    *FullError
-	release func() // b.releasePermit, bound once so Acquire returns it without allocating
 
 	// Invariant: waiters > 0 implies inflight == max (nobody queues while a permit is free, and a
 	// release hands its permit to the first waiter instead of freeing it).
@@ -146,13 +140,22 @@ type waiter struct {
 	granted    bool          // guarded by mu
 }
 
-func noop() {}
+// Permit is a permit taken with [Bulkhead.Acquire]. Give it back exactly once with Done, when
+// the guarded work is over (typically with defer). The zero Permit is inert.
+type Permit struct{ b *Bulkhead }
+
+// Done gives the permit back: to the first waiter if anyone waits, otherwise to the pool.
+func (p Permit) Done() {
+	if p.b != nil {
+		p.b.releasePermit()
+	}
+}
 
 // New returns a bulkhead called name, configured by cfg (the zero Config is a working default).
-// An invalid field is a [*ConfigError] naming it and its value.
+// An invalid field is a [*catalog.ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Bulkhead, error) {
 	bad := func(field string, value any, reason string) error {
-		return &ConfigError{Primitive: string(catalog.Bulkhead), Name: name, Field: field, Value: value, Reason: reason}
+		return &catalog.ConfigError{Primitive: string(catalog.Bulkhead), Name: name, Field: field, Value: value, Reason: reason}
 	}
 	if name == "" {
 		return nil, bad("name", "", "must not be empty")
@@ -174,7 +177,6 @@ func New(name string, cfg Config) (*Bulkhead, error) {
 		hub:     cfg.Events,
 		full:    &FullError{Name: name, MaxConcurrent: cfg.MaxConcurrent, MaxWait: cfg.MaxWait},
 	}
-	b.release = b.releasePermit
 	return b, nil
 }
 
@@ -186,9 +188,10 @@ func (b *Bulkhead) Config() Config {
 	return Config{MaxConcurrent: int(b.max), MaxWait: b.maxWait, Clock: b.clock, Events: b.hub}
 }
 
-// Acquire takes a permit, waiting up to MaxWait (and no longer than ctx allows) when all are in
-// use. On success it returns the function that gives the permit back: call it exactly once, when
-// the guarded work is over (typically with defer). On failure release is a no-op and err is
+// Acquire is the two-step form of [Bulkhead.Do], for middleware where a closure cannot fit: it
+// takes a permit, waiting up to MaxWait (and no longer than ctx allows) when all are in use. On
+// success give the permit back with [Permit.Done], exactly once, when the guarded work is over
+// (typically with defer). On failure the Permit is the inert zero Permit and err is
 //
 //   - a [*FullError] (errors.Is(err, ErrFull)) when no permit became free in time (rejected) —
 //     within MaxWait, or before ctx's deadline (then errors.Is(err, context.DeadlineExceeded)
@@ -196,11 +199,11 @@ func (b *Bulkhead) Config() Config {
 //   - the context's error, wrapped, when ctx was cancelled while waiting (aborted).
 //
 // Acquire does not check ctx when a permit is free at once.
-func (b *Bulkhead) Acquire(ctx context.Context) (release func(), err error) {
+func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
 	for s := b.state.Load(); s < b.max; s = b.state.Load() {
 		if b.state.CompareAndSwap(s, s+1) {
 			b.calls[catalog.AdmissionPermitted].Add(1)
-			return b.release, nil
+			return Permit{b}, nil
 		}
 	}
 	return b.acquireSlow(ctx)
@@ -209,27 +212,27 @@ func (b *Bulkhead) Acquire(ctx context.Context) (release func(), err error) {
 // Do runs fn under a permit and returns its error, or the admission error without running fn.
 // The permit is given back when fn returns or panics.
 func (b *Bulkhead) Do(ctx context.Context, fn func(context.Context) error) error {
-	release, err := b.Acquire(ctx)
+	p, err := b.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer p.Done()
 	return fn(ctx)
 }
 
 // Call runs fn under a permit of b and returns its result, or the zero value and the admission
 // error without running fn. The permit is given back when fn returns or panics.
 func Call[T any](ctx context.Context, b *Bulkhead, fn func(context.Context) (T, error)) (T, error) {
-	release, err := b.Acquire(ctx)
+	p, err := b.Acquire(ctx)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	defer release()
+	defer p.Done()
 	return fn(ctx)
 }
 
-func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
+func (b *Bulkhead) acquireSlow(ctx context.Context) (Permit, error) {
 	b.mu.Lock()
 	for {
 		s := b.state.Load()
@@ -237,17 +240,17 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
 			if b.state.CompareAndSwap(s, s+1) {
 				b.mu.Unlock()
 				b.calls[catalog.AdmissionPermitted].Add(1)
-				return b.release, nil
+				return Permit{b}, nil
 			}
 			continue
 		}
 		if b.maxWait == 0 {
 			b.mu.Unlock()
-			return noop, b.reject(ctx, -1)
+			return Permit{}, b.reject(ctx, -1)
 		}
 		if err := ctx.Err(); err != nil {
 			b.mu.Unlock()
-			return noop, b.abandon(ctx, -1)
+			return Permit{}, b.abandon(ctx, -1)
 		}
 		if b.state.CompareAndSwap(s, s+waiterOne) {
 			break
@@ -281,21 +284,21 @@ func (b *Bulkhead) acquireSlow(ctx context.Context) (func(), error) {
 			return b.admitWaiter(start), nil
 		}
 		b.releasePermit()
-		return noop, b.abandon(ctx, b.clock.Now().Sub(start))
+		return Permit{}, b.abandon(ctx, b.clock.Now().Sub(start))
 	}
 	b.unlink(w)
 	b.state.Add(waiterDec)
 	b.mu.Unlock()
 	if ctxDone {
-		return noop, b.abandon(ctx, b.clock.Now().Sub(start))
+		return Permit{}, b.abandon(ctx, b.clock.Now().Sub(start))
 	}
-	return noop, b.reject(ctx, b.clock.Now().Sub(start))
+	return Permit{}, b.reject(ctx, b.clock.Now().Sub(start))
 }
 
-func (b *Bulkhead) admitWaiter(start time.Time) func() {
+func (b *Bulkhead) admitWaiter(start time.Time) Permit {
 	b.waited.Observe(b.clock.Now().Sub(start))
 	b.calls[catalog.AdmissionPermitted].Add(1)
-	return b.release
+	return Permit{b}
 }
 
 // unlink removes w from the queue. Called with mu held.

@@ -39,7 +39,7 @@ func TestNewValidates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b, err := New(tt.bh, tt.cfg)
 			assert.Nil(t, b)
-			var ce *ConfigError
+			var ce *catalog.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, string(catalog.Bulkhead), ce.Primitive)
 			assert.Equal(t, tt.bh, ce.Name)
@@ -63,7 +63,7 @@ func TestZeroConfigIsAWorkingDefault(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, DefaultMaxConcurrent, b.Config().MaxConcurrent)
 	assert.Equal(t, time.Duration(0), b.Config().MaxWait)
-	var releases []func()
+	var releases []Permit
 	for range DefaultMaxConcurrent {
 		release, err := b.Acquire(context.Background())
 		require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestZeroConfigIsAWorkingDefault(t *testing.T) {
 	_, err = b.Acquire(context.Background())
 	assert.ErrorIs(t, err, ErrFull, "25 permits, rejection at once")
 	for _, r := range releases {
-		r()
+		r.Done()
 	}
 	sn := b.Snapshot()
 	assert.Equal(t, [catalog.NumAdmissions]uint64{catalog.AdmissionPermitted: 25, catalog.AdmissionRejected: 1}, sn.Calls)
@@ -84,7 +84,7 @@ func TestFullError(t *testing.T) {
 	require.NoError(t, err)
 	release, err := b.Acquire(context.Background())
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 
 	_, err = b.Acquire(context.Background())
 	require.Error(t, err)
@@ -216,7 +216,7 @@ func TestWaitersAreAdmittedInFIFOOrder(t *testing.T) {
 	assert.Equal(t, 1, b.Snapshot().InFlight)
 
 	fake.Advance(30 * time.Millisecond) // every waiter has waited 30ms when admitted
-	release()
+	release.Done()
 	wg.Wait()
 	close(admitted)
 	var order []int
@@ -265,7 +265,7 @@ func TestNewcomersDoNotOvertakeWaiters(t *testing.T) {
 	}()
 	require.True(t, fake.WaitForTimers(1, nil))
 
-	r1() // handed to the waiter, not freed
+	r1.Done() // handed to the waiter, not freed
 	<-admittedWaiter
 	st := b.Snapshot()
 	assert.Equal(t, 2, st.InFlight)
@@ -280,7 +280,7 @@ func TestNewcomersDoNotOvertakeWaiters(t *testing.T) {
 
 	close(holdWaiter)
 	wg.Wait()
-	r2()
+	r2.Done()
 	assert.Equal(t, 0, b.Snapshot().InFlight)
 }
 
@@ -293,7 +293,7 @@ func TestMaxWaitRejectsWhenTheFakeClockPassesIt(t *testing.T) {
 	require.NoError(t, err)
 	release, err := b.Acquire(context.Background())
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 
 	type key struct{}
 	callCtx := context.WithValue(context.Background(), key{}, "the caller's")
@@ -396,7 +396,7 @@ func TestWaitingStopsWhenTheContextEnds(t *testing.T) {
 			} else {
 				assert.Empty(t, rejections, "the caller's cancellation is not a rejection")
 			}
-			release()
+			release.Done()
 			assert.Equal(t, 0, b.Snapshot().InFlight, "the permit went back to the pool, not to the gone waiter")
 		})
 	}
@@ -440,7 +440,7 @@ func TestAlreadyEndedContextDoesNotQueue(t *testing.T) {
 	_, err = b.Acquire(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, fake.Timers())
-	release()
+	release.Done()
 	st := b.Snapshot()
 	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionPermitted])
 	assert.Equal(t, uint64(1), st.Calls[catalog.AdmissionAborted], "a cancelled caller is aborted, not rejected")
@@ -501,7 +501,7 @@ func TestCallReturnsTheValue(t *testing.T) {
 	})
 	require.ErrorIs(t, err, ErrFull)
 	assert.Empty(t, v)
-	release()
+	release.Done()
 }
 
 func TestReleaseMoreThanAcquiredPanics(t *testing.T) {
@@ -509,14 +509,14 @@ func TestReleaseMoreThanAcquiredPanics(t *testing.T) {
 	require.NoError(t, err)
 	release, err := b.Acquire(context.Background())
 	require.NoError(t, err)
-	release()
-	assert.PanicsWithValue(t, `bulkhead "dep": release called more often than a permit was acquired`, release)
+	release.Done()
+	assert.PanicsWithValue(t, `bulkhead "dep": release called more often than a permit was acquired`, release.Done)
 
 	_, err = b.Acquire(context.Background())
 	require.NoError(t, err)
 	noopRelease, err := b.Acquire(context.Background())
 	require.ErrorIs(t, err, ErrFull)
-	assert.NotPanics(t, noopRelease, "the release returned with an error is a no-op")
+	assert.NotPanics(t, noopRelease.Done, "the Permit returned with an error is inert")
 	assert.Equal(t, 1, b.Snapshot().InFlight)
 }
 
@@ -526,7 +526,7 @@ func TestRejectionEventsOnlyWhenListened(t *testing.T) {
 	require.NoError(t, err)
 	release, err := b.Acquire(context.Background())
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 	_, err = b.Acquire(context.Background()) // no listener: nothing to observe, nothing breaks
 	require.ErrorIs(t, err, ErrFull)
 
@@ -560,7 +560,7 @@ func TestLongWaitsCountAboveTheLastBound(t *testing.T) {
 	require.True(t, fake.WaitForTimers(1, nil))
 	fake.Advance(10 * time.Second) // beyond the last classic bound (8 s): only in +Inf
 	require.ErrorIs(t, <-errc, ErrFull)
-	release()
+	release.Done()
 	st := b.Snapshot()
 	last := catalog.WaitBuckets[len(catalog.WaitBuckets)-1]
 	assert.Equal(t, uint64(1), st.Wait.Cumulative(catalog.WaitBuckets)[last])
@@ -581,7 +581,7 @@ func TestUncontendedAcquireReleaseDoesNotAllocate(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		release()
+		release.Done()
 		_ = b.Do(ctx, fn)
 	})
 	assert.Zero(t, allocs)
@@ -590,7 +590,7 @@ func TestUncontendedAcquireReleaseDoesNotAllocate(t *testing.T) {
 	require.NoError(t, err)
 	release, err := full.Acquire(ctx)
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 	allocs = testing.AllocsPerRun(1000, func() { _, _ = full.Acquire(ctx) })
 	assert.Zero(t, allocs)
 }
@@ -605,7 +605,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		release()
+		release.Done()
 	}
 }
 
@@ -620,7 +620,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			release()
+			release.Done()
 		}
 	})
 }

@@ -45,7 +45,7 @@ func ExampleBulkhead_Acquire() {
 		fmt.Println("rejected:", err)
 		return
 	}
-	defer release()
+	defer release.Done()
 	fmt.Println("in flight:", b.Snapshot().InFlight)
 	// Output: in flight: 1
 }

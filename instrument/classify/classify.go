@@ -4,8 +4,14 @@
 // One classifier gives two separate verdicts (retryable, breaker failure) and a failure class from
 // the closed set catalog.Classes. The class is a metric label value and a log field value:
 //
-//	v := classify.Classify(resp, err, classify.IsIdempotent(req))
+//	v := classify.ClassifyError(err, idempotent)      // any call's error
+//	v = classify.Status(resp.StatusCode, idempotent)  // an HTTP status
 //	if v.Failed() && v.Retryable { … }
+//
+// It knows no protocol: it does not import net/http. Package httpx maps HTTP responses and
+// requests onto it (httpx.Classify, httpx.IsIdempotent), as package grpcx maps gRPC's status
+// codes; both carry their verdicts to every layer through the error ([VerdictError],
+// [StatusError]) and the hints of hints.go.
 //
 // # Structure before text
 //
@@ -41,7 +47,8 @@
 // receive an error. [IsBusiness] reports whether an error carries the mark.
 //
 // The package imports nothing of stormwatch but the metric catalog (where the classes are
-// defined), so the breaker, the retry, the fallback and the HTTP middleware can all use it.
+// defined), and nothing of HTTP, so the breaker, the retry, the fallback and the protocol
+// adapters can all use it.
 package classify
 
 import (
@@ -51,7 +58,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -107,39 +113,6 @@ type VerdictError interface {
 	Verdict(idempotent bool) Verdict
 }
 
-// IsIdempotent reports whether req may be sent more than once without changing the outcome:
-// GET, HEAD, OPTIONS, PUT and DELETE are idempotent; POST and PATCH only when the request carries
-// an Idempotency-Key header (the server then returns the first result for a repeated key). Other
-// methods are not. A nil request is not idempotent.
-func IsIdempotent(req *http.Request) bool {
-	if req == nil {
-		return false
-	}
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
-		return true
-	case http.MethodPost, http.MethodPatch:
-		return req.Header.Get("Idempotency-Key") != ""
-	}
-	return false
-}
-
-// Classify classifies an HTTP call from its response and transport error. idempotent
-// says whether the request may be repeated safely (see [IsIdempotent]); it gates retrying a 504
-// and a timeout after the request was sent.
-//
-// A non-nil err wins over resp. With no error, responses with a status below 400 succeed (zero
-// Verdict), and 4xx/5xx statuses are classified by [Status].
-func Classify(resp *http.Response, err error, idempotent bool) Verdict {
-	if err != nil {
-		return ClassifyError(err, idempotent)
-	}
-	if resp == nil {
-		return Verdict{}
-	}
-	return Status(resp.StatusCode, idempotent)
-}
-
 // Status classifies an HTTP status code. Codes below 400 succeed (zero Verdict).
 //
 //	400 401 403 404 409 422, other 4xx   not retryable, not a breaker failure   http_4xx (401, 403: http_auth)
@@ -152,17 +125,17 @@ func Status(code int, idempotent bool) Verdict {
 	switch {
 	case code < 400:
 		return Verdict{}
-	case code == http.StatusRequestTimeout:
+	case code == 408:
 		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassHTTP408}
-	case code == http.StatusTooManyRequests:
+	case code == 429:
 		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassHTTP429}
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+	case code == 401 || code == 403:
 		return Verdict{Class: catalog.ClassHTTPAuth}
 	case code < 500:
 		return Verdict{Class: catalog.ClassHTTP4xx}
-	case code == http.StatusNotImplemented || code == http.StatusHTTPVersionNotSupported:
+	case code == 501 || code == 505:
 		return Verdict{Class: catalog.ClassHTTP5xxPermanent}
-	case code == http.StatusGatewayTimeout:
+	case code == 504:
 		return Verdict{Retryable: idempotent, BreakerFailure: true, Class: catalog.ClassHTTP5xx}
 	default:
 		return Verdict{Retryable: true, BreakerFailure: true, Class: catalog.ClassHTTP5xx}

@@ -61,41 +61,9 @@ func TestStatusTable(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d/idempotent=%v", c.code, c.idempotent), func(t *testing.T) {
 			assert.Equal(t, c.want, Status(c.code, c.idempotent))
-			resp := &http.Response{StatusCode: c.code}
-			assert.Equal(t, c.want, Classify(resp, nil, c.idempotent))
 			assert.Equal(t, c.want.Failed(), c.want.Class != catalog.ClassNone)
 		})
 	}
-}
-
-func TestIsIdempotent(t *testing.T) {
-	cases := []struct {
-		method string
-		key    string
-		want   bool
-	}{
-		{http.MethodGet, "", true},
-		{http.MethodHead, "", true},
-		{http.MethodOptions, "", true},
-		{http.MethodPut, "", true},
-		{http.MethodDelete, "", true},
-		{"", "", true}, // net/http: empty method means GET
-		{http.MethodPost, "", false},
-		{http.MethodPatch, "", false},
-		{http.MethodPost, "k-1", true},
-		{http.MethodPatch, "k-2", true},
-		{http.MethodConnect, "", false},
-		{http.MethodTrace, "k", false},
-	}
-	for _, c := range cases {
-		req, err := http.NewRequest(c.method, "http://127.0.0.1/", nil)
-		require.NoError(t, err)
-		if c.key != "" {
-			req.Header.Set("Idempotency-Key", c.key)
-		}
-		assert.Equal(t, c.want, IsIdempotent(req), "%s key=%q", c.method, c.key)
-	}
-	assert.False(t, IsIdempotent(nil))
 }
 
 // get performs one request with a fresh transport (no connection reuse, no proxy) under ctx,
@@ -245,7 +213,7 @@ func TestTransportErrorsFromRealOperations(t *testing.T) {
 			resp, err := get(t, ctx, c.method, c.url)
 			require.Error(t, err)
 			req, _ := http.NewRequest(c.method, c.url, nil)
-			assert.Equal(t, c.want, Classify(resp, err, IsIdempotent(req)), "error: %v", err)
+			assert.Equal(t, c.want, httpVerdict(resp, err, req.Method == http.MethodGet), "error: %v", err)
 		})
 	}
 }
@@ -281,8 +249,8 @@ func TestAttemptDeadlineAndCallerCancellation(t *testing.T) {
 	req, _ := http.NewRequestWithContext(dl, "GET", "http://"+silent+"/", nil)
 	_, err := tr.RoundTrip(req)
 	require.Error(t, err)
-	assert.Equal(t, Verdict{true, true, catalog.ClassTimeout}, Classify(nil, err, true), "error: %v", err)
-	assert.Equal(t, Verdict{false, true, catalog.ClassTimeout}, Classify(nil, err, false))
+	assert.Equal(t, Verdict{true, true, catalog.ClassTimeout}, ClassifyError(err, true), "error: %v", err)
+	assert.Equal(t, Verdict{false, true, catalog.ClassTimeout}, ClassifyError(err, false))
 
 	// The caller cancels while the request is in flight: never retried, not a breaker failure.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -291,7 +259,7 @@ func TestAttemptDeadlineAndCallerCancellation(t *testing.T) {
 	req, _ = http.NewRequestWithContext(ctx, "GET", "http://"+silent+"/", nil)
 	_, err = tr.RoundTrip(req)
 	require.Error(t, err)
-	assert.Equal(t, Verdict{Class: catalog.ClassCanceled}, Classify(nil, err, true), "error: %v", err)
+	assert.Equal(t, Verdict{Class: catalog.ClassCanceled}, ClassifyError(err, true), "error: %v", err)
 }
 
 type fakeRejection struct{ name string }
@@ -388,17 +356,13 @@ func TestEveryFailureHasAClassOfTheClosedSet(t *testing.T) {
 	assert.False(t, Verdict{}.Failed())
 }
 
-func ExampleClassify() {
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/orders", nil)
-	resp := &http.Response{StatusCode: http.StatusGatewayTimeout, Request: req}
-	fmt.Println(Classify(resp, nil, IsIdempotent(req)))
-
-	req.Header.Set("Idempotency-Key", "order-42")
-	fmt.Println(Classify(resp, nil, IsIdempotent(req)))
-
-	fmt.Println(Classify(&http.Response{StatusCode: http.StatusNotFound}, nil, true))
-	// Output:
-	// {false true http_5xx}
-	// {true true http_5xx}
-	// {false false http_4xx}
+// httpVerdict classifies an HTTP call from its response and error, as httpx.Classify does.
+func httpVerdict(resp *http.Response, err error, idempotent bool) Verdict {
+	if err != nil {
+		return ClassifyError(err, idempotent)
+	}
+	if resp == nil {
+		return Verdict{}
+	}
+	return Status(resp.StatusCode, idempotent)
 }

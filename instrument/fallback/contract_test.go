@@ -27,7 +27,7 @@ func TestStormwatchErrorsCarryTheirCause(t *testing.T) {
 	cfg := retry.Config{}
 	cfg.MaxAttempts = 2
 	cfg.Clock = fake
-	cfg.Budget.Disabled = true
+	cfg.DisableBudget = true
 	r, err := retry.New("prices", cfg)
 	require.NoError(t, err)
 	errc := make(chan error, 1)

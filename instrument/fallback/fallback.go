@@ -97,7 +97,7 @@ func causeIn(err error) (catalog.Cause, bool) {
 
 // Config configures a [Fallback]. The zero Config is a working default: the fallback runs for
 // every cause, classified by [DefaultClassify], on the wall clock, without events. Invalid
-// fields make [New] return a [*ConfigError] naming the field and its value.
+// fields make [New] return a [*catalog.ConfigError] naming the field and its value.
 type Config struct {
 	// On lists the causes for which the fallback runs; errors of other causes are returned as
 	// they are. nil means every cause. An empty, non-nil list is invalid.
@@ -124,16 +124,11 @@ type Fallback struct {
 	calls    [catalog.NumCauses]atomic.Uint64
 }
 
-// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
-// configuration error, with Primitive "fallback", the fallback's name, the field and the rejected
-// value. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
-
 // New returns a fallback called name, configured by cfg (the zero Config is a working default).
-// An invalid field is a [*ConfigError] naming it and its value.
+// An invalid field is a [*catalog.ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Fallback, error) {
 	bad := func(field string, value any, reason string) error {
-		return &ConfigError{Primitive: string(catalog.Fallback), Name: name, Field: field, Value: value, Reason: reason}
+		return &catalog.ConfigError{Primitive: string(catalog.Fallback), Name: name, Field: field, Value: value, Reason: reason}
 	}
 	if name == "" {
 		return nil, bad("name", "", "must not be empty")

@@ -60,7 +60,7 @@ func realErrors(t *testing.T) (full, timedOut error) {
 	require.NoError(t, err)
 	release, err := b.Acquire(context.Background())
 	require.NoError(t, err)
-	defer release()
+	defer release.Done()
 	_, full = b.Acquire(context.Background())
 	require.ErrorIs(t, full, bulkhead.ErrFull)
 
@@ -70,7 +70,7 @@ func realErrors(t *testing.T) (full, timedOut error) {
 	actx, a := to.Start(context.Background())
 	fake.Advance(time.Second)
 	<-actx.Done()
-	timedOut = a.Finish(actx.Err())
+	timedOut = a.Done(actx.Err())
 	require.ErrorIs(t, timedOut, timeout.ErrTimedOut)
 	return full, timedOut
 }
@@ -121,7 +121,7 @@ func TestNewValidates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := New(tt.fb, tt.cfg)
 			assert.Nil(t, f)
-			var ce *ConfigError
+			var ce *catalog.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, string(catalog.Fallback), ce.Primitive)
 			assert.Equal(t, tt.fb, ce.Name)

@@ -89,7 +89,7 @@ type Option func(*Interceptor) error
 func WithRegistry(reg *instrument.Registry) Option {
 	return func(ic *Interceptor) error {
 		if reg == nil {
-			return errors.New("grpcx: WithRegistry(nil): registry must not be nil")
+			return optionError("WithRegistry", nil, "registry must not be nil")
 		}
 		ic.reg = reg
 		return nil
@@ -112,7 +112,7 @@ func WithPipeline(cfg instrument.PipelineConfig) Option {
 func WithKey(key func(cc *grpc.ClientConn, method string) string) Option {
 	return func(ic *Interceptor) error {
 		if key == nil {
-			return errors.New("grpcx: WithKey(nil): key function must not be nil")
+			return optionError("WithKey", nil, "key function must not be nil")
 		}
 		ic.key = key
 		return nil
@@ -151,7 +151,7 @@ func WithDescriptors(files *protoregistry.Files) Option {
 func WithFallback(fb FallbackFunc) Option {
 	return func(ic *Interceptor) error {
 		if fb == nil {
-			return errors.New("grpcx: WithFallback(nil): fallback function must not be nil")
+			return optionError("WithFallback", nil, "fallback function must not be nil")
 		}
 		ic.fallback = fb
 		return nil
@@ -163,7 +163,7 @@ func WithFallback(fb FallbackFunc) Option {
 func WithRetryPolicyGuard(g RetryPolicyGuard) Option {
 	return func(ic *Interceptor) error {
 		if g != YieldToRetryPolicy && g != RefuseRetryPolicy {
-			return fmt.Errorf("grpcx: WithRetryPolicyGuard(%d): unknown guard (want YieldToRetryPolicy or RefuseRetryPolicy)", int(g))
+			return optionError("WithRetryPolicyGuard", int(g), "unknown guard (want YieldToRetryPolicy or RefuseRetryPolicy)")
 		}
 		ic.guard = g
 		return nil
@@ -212,7 +212,7 @@ func NewInterceptor(opts ...Option) (*Interceptor, error) {
 	}
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("grpcx: option %d is nil", i)
+			return nil, optionError(fmt.Sprintf("option %d", i), nil, "is nil")
 		}
 		if err := o(ic); err != nil {
 			return nil, err
@@ -229,7 +229,7 @@ func NewInterceptor(opts ...Option) (*Interceptor, error) {
 		ic.cfg.Fallback = &fallback.Config{}
 	}
 	if err := ic.cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("grpcx: %w", err)
+		return nil, err // a *catalog.ConfigError naming the pipeline field
 	}
 	ic.idem.all = ic.cfg.Retry != nil && ic.cfg.Retry.Idempotent
 	return ic, nil
@@ -332,7 +332,7 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 				*report = FallbackInfo{}
 			}
 		}
-		h := instrument.Hooks[struct{}]{}
+		h := retry.Hooks[struct{}]{}
 		if ic.reg.Events().Retries.Active() { // the endpoint only appears in retry events
 			h.Endpoint = method
 		}
@@ -346,7 +346,7 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 				return struct{}{}, ic.fallback(fctx, cc, method, req, reply, cause, err)
 			}
 		}
-		_, fromFallback, err := instrument.ExecuteWith(ctx, t.p, u.attempt, h, fb)
+		_, fromFallback, err := instrument.CallWith(ctx, t.p, u.attempt, h, fb)
 		if fromFallback {
 			return withStatus(err)
 		}
@@ -405,4 +405,9 @@ func (u *unaryCall) signal(err error) {
 		return
 	}
 	NoteError(u.ctx, err)
+}
+
+// optionError is the error of an invalid option: a *catalog.ConfigError naming it and its value.
+func optionError(option string, value any, reason string) error {
+	return &catalog.ConfigError{Primitive: "grpcx", Field: option, Value: value, Reason: reason}
 }

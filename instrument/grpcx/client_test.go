@@ -43,7 +43,7 @@ func TestEveryStatusCodeGetsItsVerdict(t *testing.T) {
 	}
 	permanent := want{false, false, catalog.ClassGRPCPermanent, catalog.CallSuccessful}
 	cases := map[codes.Code]want{
-		codes.Canceled:           {false, false, catalog.ClassCanceled, catalog.CallIgnored},
+		codes.Canceled:           failure(false, false, catalog.ClassError), // the server's: the caller did not cancel
 		codes.Unknown:            failure(false, true, catalog.ClassError),
 		codes.InvalidArgument:    permanent,
 		codes.DeadlineExceeded:   failure(false, true, catalog.ClassGRPCDeadline),
@@ -335,6 +335,36 @@ func TestCallerCancellationIsNeverCounted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server answering CANCELED fails the call: 20 of 20 calls answered CANCELED trip the breaker
+// (a threshold of 10 in 20 calls), each attempt counted as a failure, none retried. Only the
+// caller's own cancellation is ignored (TestCallerCancellationIsNeverCounted).
+func TestServerCanceledTripsTheBreaker(t *testing.T) {
+	srv := &testServer{unary: func(context.Context, int64, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+		return nil, status.Error(codes.Canceled, "the server says canceled")
+	}}
+	addr := serve(t, srv)
+	cfg := pipeline(nil)
+	cfg.Breaker = &breaker.Config{WindowSize: 20, MinCalls: 20, FailureRateThreshold: 0.5, OpenDuration: time.Hour}
+	ic := newInterceptor(t, grpcx.WithPipeline(cfg))
+	c := client(t, addr, ic)
+	for i := range 20 {
+		_, err := c.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+		require.Equal(t, codes.Canceled, status.Code(err), "call %d", i)
+		require.NotErrorIs(t, err, context.Canceled, "the caller did not cancel")
+	}
+	p := pipelineOf(t, ic, unaryKey)
+	sn := p.Breaker().Snapshot()
+	assert.Equal(t, uint64(20), sn.Calls[catalog.CallFailed], "every answer is a failure")
+	assert.Zero(t, sn.Calls[catalog.CallIgnored])
+	assert.Equal(t, catalog.StateOpen, p.Breaker().State(), "20 of 20 failed: the breaker trips")
+	assert.Equal(t, int64(20), srv.unaryCalls.Load(), "a CANCELED answer is never retried")
+	assert.Equal(t, uint64(20), p.Retry().Snapshot().Errors[catalog.ClassError])
+
+	_, err := c.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+	assert.ErrorIs(t, err, breaker.ErrOpen)
+	assert.Equal(t, int64(20), srv.unaryCalls.Load(), "the open breaker keeps the server out of reach")
 }
 
 // countingDialer dials 127.0.0.1 and counts the connections it makes.

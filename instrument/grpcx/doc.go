@@ -37,13 +37,16 @@
 //	INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, UNAUTHENTICATED,
 //	FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, ABORTED
 //	                      no                   success        grpc_permanent
-//	CANCELED              no                   not counted    canceled
+//	CANCELED by the caller no                  not counted    canceled
+//	CANCELED by the server no                  failure        error
 //
 // The permanent codes are answers: the dependency works, so the breaker counts them as
-// successes, as it counts HTTP 4xx. The caller's cancellation is never a failure, never retried
-// and never a fallback cause (the error matches context.Canceled); a CANCELED the caller did
-// not cause — the connection closing — is not retried either and says nothing about the
-// dependency.
+// successes, as it counts HTTP 4xx. The caller's own cancellation (its context was cancelled)
+// is never a failure, never retried and never a fallback cause (the error matches
+// context.Canceled). A CANCELED the caller did not cause — the server, a proxy or the
+// connection ended the call — is not retried either, but it counts as a breaker failure: only
+// the caller's cancellation is ignored, so an untrusted server cannot stay invisible to the
+// breaker by answering CANCELED.
 //
 // Pushback: a valid grpc-retry-pushback-ms trailer ([PushbackKey]: a non-negative 32-bit
 // decimal integer) sets the delay before the next attempt, for any retryable code (delay source

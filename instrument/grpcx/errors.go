@@ -15,7 +15,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
-	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
 // Metadata keys the interceptors read and write (gRPC metadata keys are lower case).
@@ -41,8 +40,14 @@ const (
 //	INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, UNAUTHENTICATED,
 //	FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, ABORTED
 //	                             never retried              not a failure    grpc_permanent
-//	CANCELED                     never retried              not a failure    canceled
+//	CANCELED (from the server)   never retried              breaker failure  error
 //	codes outside gRPC's set     as UNKNOWN
+//
+// A CANCELED the caller caused — its own context was cancelled — is not the server's answer:
+// [Error.Verdict] gives it class canceled, never retried and never a breaker failure. Classify
+// sees only the code, so it classifies a CANCELED as the server's: a server (or a proxy) that
+// answers CANCELED is failing the call, and an untrusted server must not be able to make itself
+// invisible to the breaker by answering it.
 //
 // UNKNOWN and INTERNAL report a failure inside the server (a handler that returned a plain error
 // or panicked, a stream reset by a proxy): the request may have been processed, so only an
@@ -64,9 +69,7 @@ func Classify(code codes.Code, idempotent bool) classify.Verdict {
 	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
 		codes.Unauthenticated, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented, codes.Aborted:
 		return classify.Verdict{Class: catalog.ClassGRPCPermanent}
-	case codes.Canceled:
-		return classify.Verdict{Class: catalog.ClassCanceled}
-	case codes.DataLoss:
+	case codes.Canceled, codes.DataLoss:
 		return classify.Verdict{BreakerFailure: true, Class: catalog.ClassError}
 	default: // UNKNOWN, INTERNAL, and codes gRPC does not define
 		return classify.Verdict{Retryable: idempotent, BreakerFailure: true, Class: catalog.ClassError}
@@ -88,7 +91,8 @@ func Classify(code codes.Code, idempotent bool) classify.Verdict {
 //
 // When the caller cancelled the call (CANCELED because the caller's context was cancelled),
 // errors.Is(err, context.Canceled) holds too, so every layer treats it as the caller's
-// cancellation: not retried, not counted by the breaker, no fallback.
+// cancellation: not retried, not counted by the breaker, no fallback. A CANCELED the caller did
+// not cause is the server's answer: a breaker failure, not retried (see [Classify]).
 type Error struct {
 	// Method is the full method name, "/package.Service/Method".
 	Method string
@@ -105,9 +109,9 @@ type Error struct {
 }
 
 var (
-	_ retry.RetryAfterHint                     = (*Error)(nil)
-	_ retry.DoNotRetryHint                     = (*Error)(nil)
-	_ retry.IdempotentHint                     = (*Error)(nil)
+	_ classify.RetryAfterHint                  = (*Error)(nil)
+	_ classify.DoNotRetryHint                  = (*Error)(nil)
+	_ classify.IdempotentHint                  = (*Error)(nil)
 	_ classify.VerdictError                    = (*Error)(nil)
 	_ fallback.Causer                          = (*Error)(nil)
 	_ interface{ GRPCStatus() *status.Status } = (*Error)(nil)
@@ -148,7 +152,13 @@ func (e *Error) GRPCStatus() *status.Status { return e.st }
 func (e *Error) Code() codes.Code { return e.st.Code() }
 
 // Verdict classifies the attempt's code ([Classify]); it makes Error a classify.VerdictError.
-func (e *Error) Verdict(idempotent bool) classify.Verdict { return Classify(e.st.Code(), idempotent) }
+// The caller's own cancellation is class canceled: not retried, not a breaker failure.
+func (e *Error) Verdict(idempotent bool) classify.Verdict {
+	if e.caller != nil {
+		return classify.Verdict{Class: catalog.ClassCanceled}
+	}
+	return Classify(e.st.Code(), idempotent)
+}
 
 // Idempotent reports whether the method was declared idempotent (see [WithIdempotent]).
 func (e *Error) Idempotent() bool { return e.idempotent }

@@ -103,8 +103,8 @@ func TestErrorHints(t *testing.T) {
 	_, ok = e.RetryAfter(time.Time{})
 	assert.False(t, ok)
 	assert.Equal(t, catalog.CauseTimeout, fallback.DefaultClassify(e))
-	assert.Equal(t, breaker.OutcomeFailure, breaker.DefaultClassify(e))
-	assert.Equal(t, breaker.OutcomeSuccess, breaker.DefaultClassify(newError(context.Background(), "/s.S/M", status.Error(codes.NotFound, "no"), nil, false)))
+	assert.Equal(t, catalog.CallFailed, breaker.DefaultClassify(e))
+	assert.Equal(t, catalog.CallSuccessful, breaker.DefaultClassify(newError(context.Background(), "/s.S/M", status.Error(codes.NotFound, "no"), nil, false)))
 
 	// CANCELED is the caller's only when the caller's context was cancelled.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,7 +112,11 @@ func TestErrorHints(t *testing.T) {
 	canceled := status.Error(codes.Canceled, "context canceled")
 	assert.ErrorIs(t, newError(ctx, "/s.S/M", canceled, nil, true), context.Canceled)
 	assert.NotErrorIs(t, newError(context.Background(), "/s.S/M", canceled, nil, true), context.Canceled)
-	assert.Equal(t, breaker.OutcomeIgnored, breaker.DefaultClassify(newError(context.Background(), "/s.S/M", canceled, nil, true)))
+	assert.Equal(t, catalog.CallIgnored, breaker.DefaultClassify(newError(ctx, "/s.S/M", canceled, nil, true)),
+		"the caller's cancellation is ignored")
+	server := newError(context.Background(), "/s.S/M", canceled, nil, true)
+	assert.Equal(t, catalog.CallFailed, breaker.DefaultClassify(server), "a server's CANCELED is a failure")
+	assert.Equal(t, classify.Verdict{BreakerFailure: true, Class: catalog.ClassError}, server.Verdict(true), "and never retried")
 }
 
 func TestWithStatus(t *testing.T) {

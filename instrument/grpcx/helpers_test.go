@@ -99,7 +99,7 @@ func (zeroRand) Float64() float64 { return 0 }
 func pipeline(clk clock.Clock) instrument.PipelineConfig {
 	rc := retry.Config{MaxAttempts: 3, Clock: clk, Rand: zeroRand{}}
 	rc.Backoff = retry.Backoff{Strategy: retry.None}
-	rc.Budget.Disabled = true
+	rc.DisableBudget = true
 	rc.RetryAfter = retry.RetryAfterConfig{Min: time.Millisecond, Max: time.Minute}
 	return instrument.PipelineConfig{
 		Retry:   &rc,

@@ -1,7 +1,6 @@
 package grpcx
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +32,7 @@ func (id *idempotency) declare(name string) error {
 	svc, m, ok := strings.Cut(strings.TrimPrefix(name, "/"), "/")
 	switch {
 	case !strings.HasPrefix(name, "/") || !ok || svc == "" || m == "" || strings.Contains(m, "/"):
-		return fmt.Errorf("grpcx: WithIdempotent(%q): want a full method name \"/package.Service/Method\" or \"/package.Service/*\"", name)
+		return optionError("WithIdempotent", name, `want a full method name "/package.Service/Method" or "/package.Service/*"`)
 	case m == "*":
 		id.services["/"+svc+"/"] = true
 	default:

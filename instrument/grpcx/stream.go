@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/instrument/retry"
 )
 
 // Streams (see "Streams" in the package documentation): the pipeline runs the stream's opening
@@ -74,11 +75,11 @@ func (o *opener) open(m any, first bool) (*openStream, error) {
 	if first {
 		o.m = m
 	}
-	h := instrument.Hooks[*openStream]{}
+	h := retry.Hooks[*openStream]{}
 	if o.ic.reg.Events().Retries.Active() {
 		h.Endpoint = o.method
 	}
-	s, _, err := instrument.ExecuteWith(o.ctx, o.t.p, o.attempt, h, nil)
+	s, _, err := instrument.CallWith(o.ctx, o.t.p, o.attempt, h, nil)
 	if err != nil {
 		if o.downstreamDisabled {
 			MarkRetryDisabled(o.ctx)

@@ -65,7 +65,7 @@ func ExampleMiddleware() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	rc := retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{Strategy: retry.None}, Budget: retry.BudgetConfig{Disabled: true}}
+	rc := retry.Config{MaxAttempts: 2, Backoff: retry.Backoff{Strategy: retry.None}, DisableBudget: true}
 	tr, _ := httpx.NewTransport(nil, httpx.WithPipeline(instrument.PipelineConfig{Retry: &rc}))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}

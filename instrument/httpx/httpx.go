@@ -127,12 +127,17 @@ func DefaultPipeline() instrument.PipelineConfig {
 // Option configures a [Transport].
 type Option func(*Transport) error
 
+// optionError is the error of an invalid option: a *catalog.ConfigError naming it and its value.
+func optionError(option string, value any, reason string) error {
+	return &catalog.ConfigError{Primitive: "httpx", Field: option, Value: value, Reason: reason}
+}
+
 // WithRegistry sets the registry the transport takes its primitives from (default: a registry
 // of its own, see [Transport.Registry]).
 func WithRegistry(reg *instrument.Registry) Option {
 	return func(t *Transport) error {
 		if reg == nil {
-			return errors.New("httpx: WithRegistry(nil): registry must not be nil")
+			return optionError("WithRegistry", nil, "registry must not be nil")
 		}
 		t.reg = reg
 		return nil
@@ -154,7 +159,7 @@ func WithPipeline(cfg instrument.PipelineConfig) Option {
 func WithKey(key func(*http.Request) string) Option {
 	return func(t *Transport) error {
 		if key == nil {
-			return errors.New("httpx: WithKey(nil): key function must not be nil")
+			return optionError("WithKey", nil, "key function must not be nil")
 		}
 		t.key = key
 		return nil
@@ -167,7 +172,7 @@ func WithKey(key func(*http.Request) string) Option {
 func WithEndpoint(endpoint func(*http.Request) string) Option {
 	return func(t *Transport) error {
 		if endpoint == nil {
-			return errors.New("httpx: WithEndpoint(nil): endpoint function must not be nil")
+			return optionError("WithEndpoint", nil, "endpoint function must not be nil")
 		}
 		t.endpoint = func(r *http.Request) string { return SanitizeEndpoint(endpoint(r)) }
 		return nil
@@ -195,7 +200,7 @@ func WithIdempotencyKeys(gen func() string) Option {
 func WithTimeoutHeader(name string) Option {
 	return func(t *Transport) error {
 		if name != "" && !validHeaderName(name) {
-			return fmt.Errorf("httpx: WithTimeoutHeader(%q): not a valid header name", name)
+			return optionError("WithTimeoutHeader", name, "not a valid header name")
 		}
 		t.timeoutHeader = http.CanonicalHeaderKey(name)
 		return nil
@@ -207,7 +212,7 @@ func WithTimeoutHeader(name string) Option {
 func WithRetryDisabledHeader(name string) Option {
 	return func(t *Transport) error {
 		if !validHeaderName(name) {
-			return fmt.Errorf("httpx: WithRetryDisabledHeader(%q): not a valid header name", name)
+			return optionError("WithRetryDisabledHeader", name, "not a valid header name")
 		}
 		t.rdHeader = http.CanonicalHeaderKey(name)
 		return nil
@@ -225,7 +230,7 @@ type FallbackFunc func(req *http.Request, cause catalog.Cause, err error) (*http
 func WithFallback(fb FallbackFunc) Option {
 	return func(t *Transport) error {
 		if fb == nil {
-			return errors.New("httpx: WithFallback(nil): fallback function must not be nil")
+			return optionError("WithFallback", nil, "fallback function must not be nil")
 		}
 		t.fallback = fb
 		return nil
@@ -250,8 +255,8 @@ type Transport struct {
 }
 
 // NewTransport returns a Transport that sends requests through base (nil: http.DefaultTransport)
-// after applying the options. Invalid options or pipeline configurations are an error naming the
-// field.
+// after applying the options. An invalid option or pipeline configuration is a
+// *catalog.ConfigError naming the option (or the pipeline field) and its value.
 func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	if base == nil {
 		base = http.DefaultTransport
@@ -266,7 +271,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	}
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("httpx: option %d is nil", i)
+			return nil, &catalog.ConfigError{Primitive: "httpx", Field: fmt.Sprintf("option %d", i), Reason: "is nil"}
 		}
 		if err := o(t); err != nil {
 			return nil, err
@@ -283,7 +288,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 		t.cfg.Fallback = &fallback.Config{}
 	}
 	if err := t.cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("httpx: %w", err)
+		return nil, err // a *catalog.ConfigError naming the pipeline field
 	}
 	return t, nil
 }
@@ -346,14 +351,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.idempotent = classify.IsIdempotent(req)
+	s.idempotent = IsIdempotent(req)
 	if !s.idempotent && t.genKey != nil && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
 		s.req = req.Clone(req.Context()) // never modify the caller's request
 		s.req.Header.Set(IdempotencyKeyHeader, t.genKey())
 		s.idempotent = true
 	}
 	s.rewindable = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	h := instrument.Hooks[*http.Response]{
+	h := retry.Hooks[*http.Response]{
 		Check:   s.check,
 		Discard: DiscardResponse,
 		Status:  responseStatus,
@@ -367,7 +372,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		fb = s.fallback
 	}
 	ctx := req.Context()
-	resp, fromFallback, err := instrument.ExecuteWith(ctx, p, s.attempt, h, fb)
+	resp, fromFallback, err := instrument.CallWith(ctx, p, s.attempt, h, fb)
 	if fromFallback {
 		if err != nil {
 			return nil, err
@@ -465,7 +470,7 @@ func (s *call) check(resp *http.Response, err error) error {
 		s.downstreamDisabled = true
 		return e
 	}
-	if !classify.Classify(resp, err, e.idempotent).Retryable {
+	if !Classify(resp, err, e.idempotent).Retryable {
 		return e
 	}
 	switch {

@@ -40,7 +40,7 @@ const guard = 10 * time.Second
 // fastRetry retries at once, without a budget, so that tests decide the attempts.
 func fastRetry(maxAttempts int) *retry.Config {
 	return &retry.Config{MaxAttempts: maxAttempts, Backoff: retry.Backoff{Strategy: retry.None},
-		Budget: retry.BudgetConfig{Disabled: true}}
+		DisableBudget: true}
 }
 
 // tracker is a base RoundTripper over a real loopback transport that counts dials and
@@ -483,7 +483,7 @@ func TestKeysAndCardinality(t *testing.T) {
 	}
 	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
 	assert.ElementsMatch(t, []string{hostA, hostB, catalog.OverflowName}, names)
-	assert.Equal(t, uint64(2), reg.Overflowed(catalog.CircuitBreaker), "every request of the refused key is counted")
+	assert.Equal(t, uint64(2), reg.OverflowCount(catalog.CircuitBreaker), "every request of the refused key is counted")
 
 	// Userinfo and query strings never reach names or logs.
 	reg2, err := instrument.NewRegistry()
@@ -529,35 +529,43 @@ func TestOptionsAreValidated(t *testing.T) {
 	withAttemptTimeout := rc
 	withAttemptTimeout.AttemptTimeout = time.Second
 	tests := []struct {
-		name string
-		opt  Option
-		want string
+		name  string
+		opt   Option
+		field string
+		value any
+		want  string
 	}{
-		{"nil option", nil, "httpx: option 0 is nil"},
-		{"nil registry", WithRegistry(nil), "WithRegistry(nil)"},
-		{"nil key", WithKey(nil), "WithKey(nil)"},
-		{"nil endpoint", WithEndpoint(nil), "WithEndpoint(nil)"},
-		{"nil fallback", WithFallback(nil), "WithFallback(nil)"},
-		{"bad timeout header", WithTimeoutHeader("X Timeout"), `WithTimeoutHeader("X Timeout"): not a valid header name`},
-		{"bad signal header", WithRetryDisabledHeader(""), `WithRetryDisabledHeader(""): not a valid header name`},
+		{"nil option", nil, "option 0", nil, "httpx: option 0: is nil"},
+		{"nil registry", WithRegistry(nil), "WithRegistry", nil, "httpx: WithRegistry: registry must not be nil"},
+		{"nil key", WithKey(nil), "WithKey", nil, "WithKey: key function must not be nil"},
+		{"nil endpoint", WithEndpoint(nil), "WithEndpoint", nil, "WithEndpoint: endpoint function must not be nil"},
+		{"nil fallback", WithFallback(nil), "WithFallback", nil, "WithFallback: fallback function must not be nil"},
+		{"bad timeout header", WithTimeoutHeader("X Timeout"), "WithTimeoutHeader", "X Timeout", `WithTimeoutHeader = "X Timeout": not a valid header name`},
+		{"bad signal header", WithRetryDisabledHeader(""), "WithRetryDisabledHeader", "", `WithRetryDisabledHeader = "": not a valid header name`},
 		{"attempt timeout twice", WithPipeline(instrument.PipelineConfig{Retry: &withAttemptTimeout, Timeout: &timeout.Config{Timeout: time.Second}}),
-			"Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt"},
-		{"invalid layer", WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}), `pipeline "pipeline": Bulkhead.MaxConcurrent = -1`},
+			"Retry.AttemptTimeout", time.Second, "Retry.AttemptTimeout = 1s: the Timeout layer already bounds each attempt"},
+		{"invalid layer", WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}), "Bulkhead.MaxConcurrent", -1, `pipeline "pipeline": Bulkhead.MaxConcurrent = -1`},
 	}
 	for _, tt := range tests {
 		_, err := NewTransport(nil, tt.opt)
-		require.Error(t, err, tt.name)
+		var ce *catalog.ConfigError
+		require.ErrorAs(t, err, &ce, tt.name)
+		assert.Equal(t, tt.field, ce.Field, tt.name)
+		assert.Equal(t, tt.value, ce.Value, tt.name)
 		assert.Contains(t, err.Error(), tt.want, tt.name)
 	}
 	_, err := NewTransport(nil, WithPipeline(instrument.PipelineConfig{Bulkhead: &bulkhead.Config{MaxConcurrent: -1}}))
-	var ce *instrument.ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce, "the pipeline's configuration error is inspectable")
 	assert.Equal(t, "Bulkhead.MaxConcurrent", ce.Field)
 	assert.Equal(t, -1, ce.Value)
 	_, err = MiddlewareWithHeader(http.NotFoundHandler(), "bad header")
-	require.ErrorContains(t, err, `MiddlewareWithHeader("bad header")`)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "bad header", ce.Value)
+	require.ErrorContains(t, err, `MiddlewareWithHeader.header = "bad header"`)
 	_, err = MiddlewareWithHeader(nil, "X-No-Retry")
-	require.Error(t, err)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "MiddlewareWithHeader.next", ce.Field)
 	tr, err := NewTransport(nil, WithTimeoutHeader(""), WithEndpoint(func(r *http.Request) string { return "GET " + r.URL.String() }))
 	require.NoError(t, err)
 	assert.NotNil(t, tr.Registry())

@@ -19,14 +19,14 @@ import (
 // events. The Transport uses them for every request; RetryHooks gives them to code that calls
 // retry.CallWith itself.
 
-// Error reports a failed HTTP attempt — a failing response (classify.Classify calls it a failure:
+// Error reports a failed HTTP attempt — a failing response ([Classify] calls it a failure:
 // 5xx, 408, 429, 4xx) or a transport error — to the retry and the other layers of a pipeline.
 // Build it with [Result]. It tells the retry (see package retry, "Protocol adapters"):
 //   - RetryAfter: the Retry-After header of a 429 or 503 response (delta-seconds or an HTTP-date),
 //     which sets the delay before the next attempt;
 //   - DoNotRetry: the response carried the do-not-retry signal ([RetryDisabledHeader]: true), or
 //     the Transport found repeating the request unsafe;
-//   - Idempotent: the request's idempotency (classify.IsIdempotent);
+//   - Idempotent: the request's idempotency ([IsIdempotent]);
 //   - HTTPStatus: the status, which classify and the retry log's http_status use.
 type Error struct {
 	StatusCode int    // 0 when no response arrived
@@ -40,10 +40,10 @@ type Error struct {
 }
 
 var (
-	_ retry.RetryAfterHint = (*Error)(nil)
-	_ retry.DoNotRetryHint = (*Error)(nil)
-	_ retry.IdempotentHint = (*Error)(nil)
-	_ classify.StatusError = (*Error)(nil)
+	_ classify.RetryAfterHint = (*Error)(nil)
+	_ classify.DoNotRetryHint = (*Error)(nil)
+	_ classify.IdempotentHint = (*Error)(nil)
+	_ classify.StatusError    = (*Error)(nil)
 )
 
 // Error describes the status or the transport error.
@@ -70,7 +70,7 @@ func (e *Error) HTTPStatus() int {
 	return e.StatusCode
 }
 
-// Idempotent reports whether the request may be sent again safely (classify.IsIdempotent).
+// Idempotent reports whether the request may be sent again safely ([IsIdempotent]).
 func (e *Error) Idempotent() bool { return e.idempotent }
 
 // DoNotRetry reports whether the request must not be retried: the response carried the
@@ -108,8 +108,8 @@ func newError(req *http.Request, resp *http.Response, err error, signal string) 
 	if req == nil && resp != nil {
 		req = resp.Request
 	}
-	idempotent := classify.IsIdempotent(req)
-	if !classify.Classify(resp, err, idempotent).Failed() {
+	idempotent := IsIdempotent(req)
+	if !Classify(resp, err, idempotent).Failed() {
 		return nil
 	}
 	e := &Error{idempotent: idempotent, Err: err}
@@ -128,7 +128,7 @@ func signalled(h http.Header, name string) bool {
 
 // RetryHooks returns the hooks for retrying req with retry.CallWith: Endpoint from [Endpoint],
 // Check from [Result], Discard from [DiscardResponse], the status of a successful response, and
-// Bind, which keeps the returned response's body readable under the retry's AttemptTimeout and
+// Retain, which keeps the returned response's body readable under the retry's AttemptTimeout and
 // MaxDuration until the caller closes it or reads it to the end.
 func RetryHooks(req *http.Request) retry.Hooks[*http.Response] {
 	return retry.Hooks[*http.Response]{
@@ -136,7 +136,7 @@ func RetryHooks(req *http.Request) retry.Hooks[*http.Response] {
 		Check:    func(resp *http.Response, err error) error { return Result(req, resp, err) },
 		Discard:  DiscardResponse,
 		Status:   responseStatus,
-		Bind:     retain,
+		Retain:   retain,
 	}
 }
 

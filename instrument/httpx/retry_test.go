@@ -79,7 +79,7 @@ func newRetryFixture(t *testing.T, mod func(*retry.Config)) *retryFixture {
 	hub.Retries.Add(func(e events.Retry) { f.mu.Lock(); f.ev = append(f.ev, e); f.mu.Unlock() })
 	cfg := retry.Config{Clock: f.clk, Rand: zeroRand{}, Events: hub}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Exponential}
-	cfg.Budget.Disabled = true
+	cfg.DisableBudget = true
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -446,7 +446,7 @@ func FuzzRetryAfter(f *testing.F) {
 	now := t0
 	clk := newRecClock()
 	r, err := retry.New("fuzz", retry.Config{MaxAttempts: 2, Clock: clk, Rand: clock.Locked(clock.Global{}),
-		Backoff: retry.Backoff{Strategy: retry.Constant}, Budget: retry.BudgetConfig{Disabled: true}})
+		Backoff: retry.Backoff{Strategy: retry.Constant}, DisableBudget: true})
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, v string) {
 		d, ok := parseRetryAfter(v, now)
@@ -485,12 +485,13 @@ func FuzzRetryAfter(f *testing.F) {
 		if len(waits) != 1 {
 			t.Fatalf("%q: waits %v", v, waits)
 		}
+		rc := r.Config()
 		switch w := waits[0]; {
-		case !ok && w != retry.DefaultBase:
+		case !ok && w != rc.Backoff.Base:
 			t.Fatalf("%q: absent, but the delay is %v, not the backoff's", v, w)
-		case ok && (w < retry.DefaultMinRetryAfter || w > retry.DefaultMaxRetryAfter):
+		case ok && (w < rc.RetryAfter.Min || w > rc.RetryAfter.Max):
 			t.Fatalf("%q: delay %v outside the clamp", v, w)
-		case ok && d >= retry.DefaultMaxRetryAfter && w != retry.DefaultMaxRetryAfter:
+		case ok && d >= rc.RetryAfter.Max && w != rc.RetryAfter.Max:
 			t.Fatalf("%q: asks for %v, waits %v, want the maximum", v, d, w)
 		}
 	})

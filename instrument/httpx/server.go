@@ -2,8 +2,6 @@ package httpx
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/stormwatch-go/stormwatch/instrument/internal/retrysignal"
@@ -46,10 +44,10 @@ func Middleware(next http.Handler) http.Handler {
 // callers' transports must use the same ([WithRetryDisabledHeader]).
 func MiddlewareWithHeader(next http.Handler, header string) (http.Handler, error) {
 	if next == nil {
-		return nil, errors.New("httpx: MiddlewareWithHeader: next handler must not be nil")
+		return nil, optionError("MiddlewareWithHeader.next", nil, "next handler must not be nil")
 	}
 	if !validHeaderName(header) {
-		return nil, fmt.Errorf("httpx: MiddlewareWithHeader(%q): not a valid header name", header)
+		return nil, optionError("MiddlewareWithHeader.header", header, "not a valid header name")
 	}
 	return &middleware{next: next, header: http.CanonicalHeaderKey(header)}, nil
 }

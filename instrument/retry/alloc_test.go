@@ -34,7 +34,7 @@ func BenchmarkDoFirstAttemptSuccess(b *testing.B) {
 // BenchmarkDoRetriedOnce is the failure path: a first attempt that fails (a 503 carrying the
 // adapter hints), one retry without delay, success.
 func BenchmarkDoRetriedOnce(b *testing.B) {
-	r, _ := New("bench", Config{Backoff: Backoff{Strategy: None}, Budget: BudgetConfig{Disabled: true}})
+	r, _ := New("bench", Config{Backoff: Backoff{Strategy: None}, DisableBudget: true})
 	ctx := context.Background()
 	unavailable := &adapterErr{status: 503, idempotent: true}
 	n := 0

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -36,10 +37,10 @@ var strategies = []Strategy{None, Constant, Exponential, FullJitter, EqualJitter
 
 // Defaults of a zero Backoff.
 const (
-	DefaultBase       = 100 * time.Millisecond
-	DefaultMultiplier = 2.0
-	DefaultCap        = 10 * time.Second
-	DefaultFactor     = 0.5
+	defaultBase       = 100 * time.Millisecond
+	defaultMultiplier = 2.0
+	defaultCap        = 10 * time.Second
+	defaultFactor     = 0.5
 )
 
 // Backoff configures how long to wait before a retry when the server asks for no delay.
@@ -58,10 +59,10 @@ type Backoff struct {
 
 func (b Backoff) withDefaults() Backoff {
 	b.Strategy = cmp.Or(b.Strategy, FullJitter)
-	b.Base = cmp.Or(b.Base, DefaultBase)
-	b.Multiplier = cmp.Or(b.Multiplier, DefaultMultiplier)
-	b.Cap = cmp.Or(b.Cap, DefaultCap)
-	b.Factor = cmp.Or(b.Factor, DefaultFactor)
+	b.Base = cmp.Or(b.Base, defaultBase)
+	b.Multiplier = cmp.Or(b.Multiplier, defaultMultiplier)
+	b.Cap = cmp.Or(b.Cap, defaultCap)
+	b.Factor = cmp.Or(b.Factor, defaultFactor)
 	return b
 }
 
@@ -73,15 +74,15 @@ func (b Backoff) validate() error {
 	}
 	switch {
 	case !known:
-		return &ConfigError{Field: "Backoff.Strategy", Value: string(b.Strategy), Reason: fmt.Sprintf("unknown (want one of %v)", strategies)}
+		return &catalog.ConfigError{Field: "Backoff.Strategy", Value: string(b.Strategy), Reason: fmt.Sprintf("unknown (want one of %v)", strategies)}
 	case b.Base < 0:
-		return &ConfigError{Field: "Backoff.Base", Value: b.Base, Reason: "must not be negative"}
+		return &catalog.ConfigError{Field: "Backoff.Base", Value: b.Base, Reason: "must not be negative"}
 	case math.IsNaN(b.Multiplier) || b.Multiplier < 1 || math.IsInf(b.Multiplier, 0):
-		return &ConfigError{Field: "Backoff.Multiplier", Value: b.Multiplier, Reason: "must be a finite number ≥ 1"}
+		return &catalog.ConfigError{Field: "Backoff.Multiplier", Value: b.Multiplier, Reason: "must be a finite number ≥ 1"}
 	case b.Cap < b.Base:
-		return &ConfigError{Field: "Backoff.Cap", Value: b.Cap, Reason: fmt.Sprintf("must be at least Base (%v)", b.Base)}
+		return &catalog.ConfigError{Field: "Backoff.Cap", Value: b.Cap, Reason: fmt.Sprintf("must be at least Base (%v)", b.Base)}
 	case math.IsNaN(b.Factor) || b.Factor < 0 || b.Factor > 1:
-		return &ConfigError{Field: "Backoff.Factor", Value: b.Factor, Reason: "must be in (0, 1]"}
+		return &catalog.ConfigError{Field: "Backoff.Factor", Value: b.Factor, Reason: "must be in (0, 1]"}
 	}
 	return nil
 }

@@ -8,15 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // Defaults of a zero BudgetConfig.
 const (
-	DefaultBudgetRatio         = 0.1
-	DefaultBudgetCapacity      = 100
-	DefaultMinRetriesPerSecond = 1
-	DefaultBudgetDecay         = 10 * time.Second
+	defaultBudgetRatio         = 0.1
+	defaultBudgetCapacity      = 100
+	defaultMinRetriesPerSecond = 1
+	defaultBudgetDecay         = 10 * time.Second
 )
 
 // maxBudgetCapacity bounds the token store (one timestamp per token).
@@ -33,36 +34,34 @@ const maxBudgetCapacity = 1 << 20
 // Zero fields take their defaults: Ratio 0.1, Capacity 100, MinRetriesPerSecond 1, DecayWindow
 // 10 s. A new budget holds no tokens.
 type BudgetConfig struct {
-	// Disabled turns the budget off: every retry the other rules allow is permitted.
-	Disabled bool
 	// Ratio is the fraction of first attempts that may be retried, in (0, 1].
 	Ratio float64
 	// Capacity is the most tokens the bucket holds (≥ 1).
 	Capacity int
 	// MinRetriesPerSecond lets this many retries per clock second run when no token is left, so
-	// services with little traffic can still retry (≥ 0; 0 takes the default; see NoFloor).
+	// services with little traffic can still retry (≥ 0; 0 takes the default; see DisableFloor).
 	MinRetriesPerSecond int
-	// NoFloor removes the floor: without tokens, every retry is denied.
-	NoFloor bool
-	// DecayWindow is how long a token lives (0 takes the default; see NoDecay).
+	// DisableFloor removes the floor: without tokens, every retry is denied.
+	DisableFloor bool
+	// DecayWindow is how long a token lives (0 takes the default; see DisableDecay).
 	DecayWindow time.Duration
-	// NoDecay keeps tokens until they are spent.
-	NoDecay bool
+	// DisableDecay keeps tokens until they are spent.
+	DisableDecay bool
 }
 
 func (c BudgetConfig) withDefaults() BudgetConfig {
-	c.Ratio = cmp.Or(c.Ratio, DefaultBudgetRatio)
-	c.Capacity = cmp.Or(c.Capacity, DefaultBudgetCapacity)
-	if c.MinRetriesPerSecond == 0 && !c.NoFloor {
-		c.MinRetriesPerSecond = DefaultMinRetriesPerSecond
+	c.Ratio = cmp.Or(c.Ratio, defaultBudgetRatio)
+	c.Capacity = cmp.Or(c.Capacity, defaultBudgetCapacity)
+	if c.MinRetriesPerSecond == 0 && !c.DisableFloor {
+		c.MinRetriesPerSecond = defaultMinRetriesPerSecond
 	}
-	if c.NoFloor {
+	if c.DisableFloor {
 		c.MinRetriesPerSecond = 0
 	}
-	if c.DecayWindow == 0 && !c.NoDecay {
-		c.DecayWindow = DefaultBudgetDecay
+	if c.DecayWindow == 0 && !c.DisableDecay {
+		c.DecayWindow = defaultBudgetDecay
 	}
-	if c.NoDecay {
+	if c.DisableDecay {
 		c.DecayWindow = 0
 	}
 	return c
@@ -71,13 +70,13 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 func (c BudgetConfig) validate() error {
 	switch {
 	case math.IsNaN(c.Ratio) || c.Ratio < 0 || c.Ratio > 1:
-		return &ConfigError{Field: "Budget.Ratio", Value: c.Ratio, Reason: "must be in (0, 1]"}
+		return &catalog.ConfigError{Field: "Budget.Ratio", Value: c.Ratio, Reason: "must be in (0, 1]"}
 	case c.Capacity < 0 || c.Capacity > maxBudgetCapacity:
-		return &ConfigError{Field: "Budget.Capacity", Value: c.Capacity, Reason: fmt.Sprintf("must be in [1, %d]", maxBudgetCapacity)}
+		return &catalog.ConfigError{Field: "Budget.Capacity", Value: c.Capacity, Reason: fmt.Sprintf("must be in [1, %d]", maxBudgetCapacity)}
 	case c.MinRetriesPerSecond < 0:
-		return &ConfigError{Field: "Budget.MinRetriesPerSecond", Value: c.MinRetriesPerSecond, Reason: "must not be negative (use NoFloor)"}
+		return &catalog.ConfigError{Field: "Budget.MinRetriesPerSecond", Value: c.MinRetriesPerSecond, Reason: "must not be negative (use DisableFloor)"}
 	case c.DecayWindow < 0:
-		return &ConfigError{Field: "Budget.DecayWindow", Value: c.DecayWindow, Reason: "must not be negative (use NoDecay)"}
+		return &catalog.ConfigError{Field: "Budget.DecayWindow", Value: c.DecayWindow, Reason: "must not be negative (use DisableDecay)"}
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestBudgetIntegerAccounting(t *testing.T) {
 	fc := clock.NewFake(t0)
-	b := newBudget(BudgetConfig{NoFloor: true}, fc)
+	b := newBudget(BudgetConfig{DisableFloor: true}, fc)
 	assert.Zero(t, b.available(), "a new budget holds no tokens")
 	for range 100 {
 		b.deposit()
@@ -33,7 +33,7 @@ func TestBudgetIntegerAccounting(t *testing.T) {
 	assert.Zero(t, b.available())
 
 	// Ratio 0.3 rounds to one token per 3 first attempts.
-	b3 := newBudget(BudgetConfig{Ratio: 0.3, NoFloor: true}, fc)
+	b3 := newBudget(BudgetConfig{Ratio: 0.3, DisableFloor: true}, fc)
 	for range 10 {
 		b3.deposit()
 	}
@@ -42,7 +42,7 @@ func TestBudgetIntegerAccounting(t *testing.T) {
 
 func TestBudgetCapacity(t *testing.T) {
 	fc := clock.NewFake(t0)
-	b := newBudget(BudgetConfig{Ratio: 1, Capacity: 5, NoFloor: true, NoDecay: true}, fc)
+	b := newBudget(BudgetConfig{Ratio: 1, Capacity: 5, DisableFloor: true, DisableDecay: true}, fc)
 	for range 50 {
 		b.deposit()
 	}
@@ -51,7 +51,7 @@ func TestBudgetCapacity(t *testing.T) {
 
 func TestBudgetDecay(t *testing.T) {
 	fc := clock.NewFake(t0)
-	b := newBudget(BudgetConfig{NoFloor: true, DecayWindow: 10 * time.Second}, fc)
+	b := newBudget(BudgetConfig{DisableFloor: true, DecayWindow: 10 * time.Second}, fc)
 	for range 50 { // 5 tokens at t0
 		b.deposit()
 	}
@@ -70,7 +70,7 @@ func TestBudgetDecay(t *testing.T) {
 	assert.False(t, b.tryRetry())
 
 	// A full bucket with decay refreshes its oldest token instead of dropping the new one.
-	full := newBudget(BudgetConfig{Ratio: 1, Capacity: 2, NoFloor: true, DecayWindow: 10 * time.Second}, fc)
+	full := newBudget(BudgetConfig{Ratio: 1, Capacity: 2, DisableFloor: true, DecayWindow: 10 * time.Second}, fc)
 	full.deposit()
 	full.deposit()
 	fc.Advance(6 * time.Second)
@@ -105,7 +105,7 @@ func TestBudgetFloorAtZeroTraffic(t *testing.T) {
 
 func TestBudgetExactUnderConcurrency(t *testing.T) {
 	fc := clock.NewFake(t0)
-	b := newBudget(BudgetConfig{Capacity: 10_000, NoFloor: true, NoDecay: true}, fc)
+	b := newBudget(BudgetConfig{Capacity: 10_000, DisableFloor: true, DisableDecay: true}, fc)
 	const goroutines, perG = 32, 1000
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -153,8 +153,8 @@ func TestBudgetValidation(t *testing.T) {
 		_, err := New("x", cfg)
 		requireConfigError(t, err, "x", c.field, c.value)
 	}
-	cfg := Config{}
-	cfg.Budget = BudgetConfig{Disabled: true, Ratio: 7}
+	cfg := Config{DisableBudget: true}
+	cfg.Budget = BudgetConfig{Ratio: 7}
 	r, err := New("x", cfg)
 	require.NoError(t, err, "a disabled budget is not validated")
 	assert.Nil(t, r.budget)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 )
 
 // call is the state of one logical call of [CallWith], on CallWith's stack. Its methods are the
@@ -27,7 +28,7 @@ type call[T any] struct {
 	ctx       context.Context
 	listening bool // someone listens to retry events
 	done      bool // the call returned normally (no panic)
-	handed    bool // Hooks.Bind took over the cancel functions
+	handed    bool // Hooks.Retain took over the cancel functions
 
 	attempt int       // the attempt running or just finished, 1-based
 	v       T         // its value
@@ -144,11 +145,11 @@ func (c *call[T]) retryable() bool {
 }
 
 // nextDelay returns the delay before the next attempt: the one the failed attempt's error asks
-// for ([RetryAfterHint]), clamped and jittered, else the backoff strategy's.
+// for ([classify.RetryAfterHint]), clamped and jittered, else the backoff strategy's.
 func (c *call[T]) nextDelay() (time.Duration, catalog.DelaySource) {
 	r := c.r
-	if !r.cfg.RetryAfter.Disabled {
-		if h, ok := findHint[RetryAfterHint](c.err); ok {
+	if !r.cfg.DisableRetryAfter {
+		if h, ok := findHint[classify.RetryAfterHint](c.err); ok {
 			if wait, ok := h.RetryAfter(c.f.now); ok {
 				return r.cfg.RetryAfter.delay(wait, r.rnd), catalog.SourceRetryAfter
 			}
@@ -217,7 +218,7 @@ func (c *call[T]) succeed() (T, error) {
 		}
 	}
 	c.done = true
-	if c.h.Bind == nil { // the common case, without a call
+	if c.h.Retain == nil { // the common case, without a call
 		return c.v, nil
 	}
 	return c.bind(), nil
@@ -248,7 +249,7 @@ func (c *call[T]) end(e ending) (T, error) {
 	return v, &Error{name: c.r.name, outcome: e.outcome, errs: c.f.errs, cause: e.cause}
 }
 
-// settle runs deferred in CallWith. It cancels the contexts the call created, unless Hooks.Bind
+// settle runs deferred in CallWith. It cancels the contexts the call created, unless Hooks.Retain
 // took them over; and when the call did not return normally (a panic is propagating), it counts
 // the call as failed. It does not recover the panic.
 func (c *call[T]) settle() {
@@ -271,15 +272,15 @@ func (c *call[T]) settle() {
 	}
 }
 
-// bind hands the value CallWith returns to Hooks.Bind together with the cancel functions of its
+// bind hands the value CallWith returns to Hooks.Retain together with the cancel functions of its
 // contexts, so that the value (a response body) stays usable until it is released.
 func (c *call[T]) bind() T {
-	if c.h.Bind == nil || (c.attemptCancel == nil && c.totalCancel == nil) {
+	if c.h.Retain == nil || (c.attemptCancel == nil && c.totalCancel == nil) {
 		return c.v
 	}
 	a, t := c.attemptCancel, c.totalCancel
 	c.handed = true
-	return c.h.Bind(c.v, func() {
+	return c.h.Retain(c.v, func() {
 		if a != nil {
 			a()
 		}

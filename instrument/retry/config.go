@@ -9,15 +9,15 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
-// DefaultMaxAttempts is the number of calls, the first included, of a zero Config.MaxAttempts.
-const DefaultMaxAttempts = 3
+// defaultMaxAttempts is the number of calls, the first included, of a zero Config.MaxAttempts.
+const defaultMaxAttempts = 3
 
 // Config configures a [Retry]. The zero Config is the default configuration: 3 attempts,
 // full-jitter backoff (100 ms ×2, cap 10 s), server-requested delays honoured within [0.5 s, 60 s] plus up to
 // 20% jitter, a budget of 10% with a floor of one retry per second and a 10 s decay, no
 // per-attempt timeout and no MaxDuration, the default classifier, the wall clock and
 // clock.Global as the jitter source. Every zero field takes its documented default; a negative
-// or impossible value makes [New] return a [*ConfigError] naming the field and its value.
+// or impossible value makes [New] return a [*catalog.ConfigError] naming the field and its value.
 type Config struct {
 	// MaxAttempts bounds the calls per logical call, the first included (3, the default, makes
 	// at most two retries; 1 turns retrying off). Negative is an error.
@@ -35,12 +35,12 @@ type Config struct {
 	// Backoff sets the delays when the server asks for none. Default: full jitter, 100 ms ×2,
 	// cap 10 s.
 	Backoff Backoff
-	// RetryAfter configures how a delay the server asks for ([RetryAfterHint]: HTTP's
+	// RetryAfter configures how a delay the server asks for ([classify.RetryAfterHint]: HTTP's
 	// Retry-After, gRPC's pushback) sets the delay.
 	RetryAfter RetryAfterConfig
 	// Idempotent says the operation may run more than once safely. It gates retrying timeouts
 	// after the request was sent (and HTTP 504s) for attempts whose error does not report its own
-	// idempotency ([IdempotentHint]; httpx's errors carry the request's).
+	// idempotency ([classify.IdempotentHint]; httpx's errors carry the request's).
 	Idempotent bool
 	// Classify overrides the error classifier (default [classify.ClassifyError]). It is not
 	// consulted for stormwatch's own rejections and the caller's cancellation.
@@ -48,11 +48,16 @@ type Config struct {
 	// RetryIf, when set, decides whether a failed attempt may be retried, given its error and
 	// verdict (return v.Retryable to keep the default). It cannot override the rules that never
 	// retry: the caller's cancellation, stormwatch's rejections, an error carrying the
-	// do-not-retry signal ([DoNotRetryHint]), a business error (classify.Business), exhausted
+	// do-not-retry signal ([classify.DoNotRetryHint]), a business error (classify.Business), exhausted
 	// attempts, the deadline and the budget.
 	RetryIf func(err error, v classify.Verdict) bool
 	// Budget configures the retry budget (on by default).
 	Budget BudgetConfig
+	// DisableBudget turns the budget off: every retry the other rules allow is permitted.
+	DisableBudget bool
+	// DisableRetryAfter ignores the delays servers ask for ([classify.RetryAfterHint]): the
+	// backoff strategy always sets the delay.
+	DisableRetryAfter bool
 	// Clock is the time source for deadlines, waits and the budget. Default: the wall clock.
 	// Waits use Clock.NewTimer, so a fake clock sees exactly the waits. The per-attempt timeout
 	// and MaxDuration are also enforced through context deadlines, which use the wall clock.
@@ -64,14 +69,9 @@ type Config struct {
 	Events *events.Hub
 }
 
-// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
-// configuration error, with Primitive "retry", the retry's name, the field (a path such as
-// "Backoff.Multiplier") and the rejected value. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
-
 // named fills in the primitive and the retry's name of a configuration error.
 func named(name string, err error) error {
-	if ce, ok := err.(*ConfigError); ok {
+	if ce, ok := err.(*catalog.ConfigError); ok {
 		ce.Primitive, ce.Name = string(catalog.Retry), name
 	}
 	return err
@@ -79,16 +79,16 @@ func named(name string, err error) error {
 
 func (c Config) validate() error {
 	if c.MaxAttempts < 0 {
-		return &ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Reason: "must not be negative (0 means the default, 3; 1 turns retrying off)"}
+		return &catalog.ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Reason: "must not be negative (0 means the default, 3; 1 turns retrying off)"}
 	}
 	if c.AttemptTimeout < 0 {
-		return &ConfigError{Field: "AttemptTimeout", Value: c.AttemptTimeout, Reason: "must not be negative"}
+		return &catalog.ConfigError{Field: "AttemptTimeout", Value: c.AttemptTimeout, Reason: "must not be negative"}
 	}
 	if c.MaxDuration < 0 {
-		return &ConfigError{Field: "MaxDuration", Value: c.MaxDuration, Reason: "must not be negative"}
+		return &catalog.ConfigError{Field: "MaxDuration", Value: c.MaxDuration, Reason: "must not be negative"}
 	}
 	if c.MinAttemptTime < 0 {
-		return &ConfigError{Field: "MinAttemptTime", Value: c.MinAttemptTime, Reason: "must not be negative"}
+		return &catalog.ConfigError{Field: "MinAttemptTime", Value: c.MinAttemptTime, Reason: "must not be negative"}
 	}
 	if err := c.Backoff.validate(); err != nil {
 		return err
@@ -96,7 +96,7 @@ func (c Config) validate() error {
 	if err := c.RetryAfter.validate(); err != nil {
 		return err
 	}
-	if !c.Budget.Disabled {
+	if !c.DisableBudget {
 		if err := c.Budget.validate(); err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func Example() {
 func Example_exhausted() {
 	cfg := retry.Config{}
 	cfg.Backoff = retry.Backoff{Strategy: retry.None}
-	cfg.Budget.Disabled = true
+	cfg.DisableBudget = true
 	r, _ := retry.New("inventory-db", cfg)
 	n := 0
 	err := r.Do(context.Background(), func(context.Context) error {
@@ -68,12 +68,12 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return "rpc: " + e.code }
 
-// RetryAfter makes rpcError a retry.RetryAfterHint.
+// RetryAfter makes rpcError a retry.classify.RetryAfterHint.
 func (e *rpcError) RetryAfter(time.Time) (time.Duration, bool) {
 	return e.pushback, e.hasPushback && e.pushback >= 0
 }
 
-// DoNotRetry makes rpcError a retry.DoNotRetryHint: a negative pushback says that the server's
+// DoNotRetry makes rpcError a retry.classify.DoNotRetryHint: a negative pushback says that the server's
 // own retries are exhausted.
 func (e *rpcError) DoNotRetry() bool { return e.hasPushback && e.pushback < 0 }
 
@@ -94,7 +94,7 @@ func Example_protocolAdapter() {
 	cfg := retry.Config{MaxAttempts: 5}
 	cfg.Backoff = retry.Backoff{Strategy: retry.Constant, Base: time.Millisecond}
 	cfg.RetryAfter = retry.RetryAfterConfig{Min: time.Millisecond, Max: 10 * time.Millisecond}
-	cfg.Budget.Disabled = true
+	cfg.DisableBudget = true
 	cfg.Events = new(events.Hub)
 	cfg.Events.Retries.Add(func(e events.Retry) {
 		if e.HasDelay() {

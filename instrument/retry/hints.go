@@ -3,40 +3,15 @@ package retry
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 )
 
-// The hints a failed attempt's error can carry to the retry (see "Protocol adapters" in the
-// package documentation). The retry finds each as errors.As would, so an adapter may wrap its
-// error and the hints still count.
-
-// RetryAfterHint is implemented by errors that carry a delay the server asked for before the
-// next attempt: HTTP's Retry-After, gRPC's grpc-retry-pushback-ms. RetryAfter reports the wait
-// and true, or false when the error carries no usable value (the retry then uses its backoff).
-// now is the reading of the retry's clock, for values given as a point in time. The retry clamps
-// the wait to Config.RetryAfter's [Min, Max] and adds its jitter; the delay source is
-// retry_after.
-type RetryAfterHint interface {
-	RetryAfter(now time.Time) (time.Duration, bool)
-}
-
-// DoNotRetryHint is implemented by errors that may forbid retrying: when DoNotRetry reports
-// true, the attempt is not retried, whatever the classifier and Config.RetryIf say. Adapters
-// report with it the upstream's do-not-retry signal and requests that are unsafe to repeat.
-type DoNotRetryHint interface {
-	DoNotRetry() bool
-}
-
-// IdempotentHint is implemented by errors that know whether their operation may run twice safely
-// (for HTTP: the request's method and Idempotency-Key). Idempotent replaces Config.Idempotent
-// for the attempt; the classifier retries a timeout after the request was sent only for an
-// idempotent operation.
-type IdempotentHint interface {
-	Idempotent() bool
-}
+// The hints a failed attempt's error can carry to the retry are package classify's
+// (classify.RetryAfterHint, classify.DoNotRetryHint, classify.IdempotentHint; see "Protocol
+// adapters" in the package documentation). The retry finds each as errors.As would, so an
+// adapter may wrap its error and the hints still count.
 
 // attemptInfo is what the retry learnt about a failed attempt.
 type attemptInfo struct {
@@ -52,7 +27,7 @@ type attemptInfo struct {
 func (r *Retry) classify(err error) attemptInfo {
 	var info attemptInfo
 	idempotent := r.cfg.Idempotent
-	if h, ok := findHint[IdempotentHint](err); ok {
+	if h, ok := findHint[classify.IdempotentHint](err); ok {
 		idempotent = h.Idempotent()
 	}
 	info.verdict = r.verdict(err, idempotent)
@@ -67,7 +42,7 @@ func (r *Retry) classify(err error) attemptInfo {
 	case !info.verdict.Class.Valid(): // ClassNone or outside the closed set
 		info.verdict.Class = catalog.ClassError
 	}
-	if h, ok := findHint[DoNotRetryHint](err); ok && h.DoNotRetry() {
+	if h, ok := findHint[classify.DoNotRetryHint](err); ok && h.DoNotRetry() {
 		info.verdict.Retryable, info.never = false, true
 	}
 	if classify.IsBusiness(err) { // a business error is an answer, never worth repeating

@@ -17,14 +17,14 @@
 // Every failed attempt is classified by package classify (or Config.Classify). Never retried:
 // the caller's cancellation, stormwatch's own rejections (an open breaker, a full bulkhead), what
 // the classifier calls non-retryable (a 4xx, a TLS certificate error, a timeout of a
-// non-idempotent operation), an attempt whose error says not to retry ([DoNotRetryHint]), and
+// non-idempotent operation), an attempt whose error says not to retry ([classify.DoNotRetryHint]), and
 // anything once attempts, time or budget run out. Config.RetryIf can refuse retries the
 // classifier allows and allow ones it refuses, except for the cancellation, the rejections and
 // the do-not-retry signal.
 //
 // # Delays
 //
-// Before each retry the retry waits: the delay a server asked for ([RetryAfterHint]), clamped to
+// Before each retry the retry waits: the delay a server asked for ([classify.RetryAfterHint]), clamped to
 // [RetryAfterConfig.Min, RetryAfterConfig.Max] plus up to RetryAfterConfig.Jitter, or else the
 // [Backoff] strategy's delay. Either is clamped to the time left before the deadline (the
 // context's or MaxDuration's, whichever is earlier), and the retry gives up (outcome gave_up)
@@ -38,16 +38,16 @@
 // the error's chain. An adapter implements those it has; an error implementing none is
 // classified as it is.
 //
-//   - [RetryAfterHint]: RetryAfter(now) (time.Duration, bool) — a delay the server asked for
+//   - [classify.RetryAfterHint]: RetryAfter(now) (time.Duration, bool) — a delay the server asked for
 //     (HTTP's Retry-After on a 429 or 503, gRPC's grpc-retry-pushback-ms). When it reports true
 //     the delay comes from it (delay source retry_after), clamped and jittered by
 //     Config.RetryAfter; otherwise the backoff sets it. now is the reading of the retry's clock,
 //     for hints given as a point in time (an HTTP-date).
-//   - [DoNotRetryHint]: DoNotRetry() bool — true forbids retrying the attempt, whatever the
+//   - [classify.DoNotRetryHint]: DoNotRetry() bool — true forbids retrying the attempt, whatever the
 //     classifier or RetryIf say: the server signalled that its own retries are exhausted (HTTP's
 //     Retry-Disabled: true, a negative gRPC pushback), or repeating the request is unsafe (a
 //     request body that cannot be sent again).
-//   - [IdempotentHint]: Idempotent() bool — whether the operation may run twice safely. It
+//   - [classify.IdempotentHint]: Idempotent() bool — whether the operation may run twice safely. It
 //     replaces Config.Idempotent for this attempt; the classifier uses it to decide whether a
 //     timeout after the request was sent (or a 504) may be retried.
 //   - classify.StatusError: HTTPStatus() int — the response's HTTP status, which the classifier
@@ -61,7 +61,7 @@
 //
 // The rest stays in the adapter: parsing headers or metadata, naming the operation for events
 // and logs (Hooks.Endpoint — never a query string or credentials), releasing the values of
-// dropped attempts (Hooks.Discard) and keeping the returned one usable (Hooks.Bind). Package
+// dropped attempts (Hooks.Discard) and keeping the returned one usable (Hooks.Retain). Package
 // httpx is the reference: its Error implements the first four interfaces and its RetryHooks
 // fills in the Hooks; see the adapter example.
 //
@@ -72,7 +72,7 @@
 // retry drops before retrying. The value of the last attempt is returned to the caller
 // untouched, even on failure, so that an HTTP client can hand the final 503 to its caller. The
 // attempt function always receives the "attempt context": the caller's context (with the
-// correlation id once a retry event was emitted) bounded by AttemptTimeout and MaxDuration. Bind
+// correlation id once a retry event was emitted) bounded by AttemptTimeout and MaxDuration. Retain
 // keeps that context alive for the returned value until the caller releases it (for HTTP:
 // closes the body or reads it to the end).
 //
@@ -122,19 +122,22 @@ type Retry struct {
 }
 
 // New returns a Retry called name, configured by cfg (the zero Config is the default
-// configuration). An invalid field is a [*ConfigError] naming it and its value.
+// configuration). An invalid field is a [*catalog.ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Retry, error) {
 	if name == "" {
-		return nil, &ConfigError{Primitive: string(catalog.Retry), Field: "name", Value: "", Reason: "must not be empty"}
+		return nil, &catalog.ConfigError{Primitive: string(catalog.Retry), Field: "name", Value: "", Reason: "must not be empty"}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, named(name, err)
 	}
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, defaultMaxAttempts)
 	cfg.Backoff = cfg.Backoff.withDefaults()
 	cfg.RetryAfter = cfg.RetryAfter.withDefaults()
+	if !cfg.DisableBudget {
+		cfg.Budget = cfg.Budget.withDefaults()
+	}
 	r := &Retry{name: name, cfg: cfg, clk: clock.Or(cfg.Clock), rnd: clock.RandOr(cfg.Rand), hub: cfg.Events}
-	if !cfg.Budget.Disabled {
+	if !cfg.DisableBudget {
 		r.budget = newBudget(cfg.Budget, r.clk)
 	}
 	return r, nil
@@ -143,7 +146,8 @@ func New(name string, cfg Config) (*Retry, error) {
 // Name returns the retry's name.
 func (r *Retry) Name() string { return r.name }
 
-// Config returns the configuration in use, defaults filled in.
+// Config returns the configuration in use, defaults filled in (the budget's too, unless it is
+// disabled).
 func (r *Retry) Config() Config { return r.cfg }
 
 // Hooks let a caller whose attempts return values (HTTP responses) tell the retry how an attempt
@@ -162,12 +166,12 @@ type Hooks[T any] struct {
 	// Status returns the status of a successful value (an HTTP status) for the "succeeded" event;
 	// failed attempts report theirs through their error (classify.StatusError). Nil: no status.
 	Status func(v T) int
-	// Bind receives the value CallWith returns and the function that cancels the contexts the
+	// Retain receives the value CallWith returns and the function that cancels the contexts the
 	// retry created for it (AttemptTimeout, MaxDuration); it must arrange for release to be called
 	// once the value is no longer used, and returns the value to hand out (for HTTP: a response
 	// whose body releases when closed or read to the end). Nil: the contexts are cancelled when
 	// CallWith returns — fine for values that do not read from the attempt's context afterwards.
-	Bind func(v T, release func()) T
+	Retain func(v T, release func()) T
 }
 
 // Do calls fn until it succeeds or a retry decision ends the call; see the package documentation.

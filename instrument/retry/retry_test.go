@@ -98,7 +98,7 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	cfg.Clock = f.clk
 	cfg.Rand = fixedRand(0.5)
 	cfg.Backoff = Backoff{Strategy: Exponential}
-	cfg.Budget = BudgetConfig{Disabled: true}
+	cfg.DisableBudget = true
 	cfg.Events = f.hub
 	if mod != nil {
 		mod(&cfg)
@@ -153,10 +153,10 @@ func (e *adapterErr) RetryAfter(now time.Time) (time.Duration, bool) {
 }
 
 var (
-	_ RetryAfterHint       = (*adapterErr)(nil)
-	_ DoNotRetryHint       = (*adapterErr)(nil)
-	_ IdempotentHint       = (*adapterErr)(nil)
-	_ classify.StatusError = (*adapterErr)(nil)
+	_ classify.RetryAfterHint = (*adapterErr)(nil)
+	_ classify.DoNotRetryHint = (*adapterErr)(nil)
+	_ classify.IdempotentHint = (*adapterErr)(nil)
+	_ classify.StatusError    = (*adapterErr)(nil)
 )
 
 // status is an error that reports an HTTP status and nothing else: no idempotency of its own.
@@ -170,11 +170,11 @@ type fakeRejection struct{}
 func (fakeRejection) Error() string  { return "circuit breaker payments-api is open" }
 func (fakeRejection) Rejected() bool { return true }
 
-// requireConfigError checks that err is a *ConfigError of the retry called name about field,
+// requireConfigError checks that err is a *catalog.ConfigError of the retry called name about field,
 // with the rejected value (unless value is nil).
-func requireConfigError(t *testing.T, err error, name, field string, value any) *ConfigError {
+func requireConfigError(t *testing.T, err error, name, field string, value any) *catalog.ConfigError {
 	t.Helper()
-	var ce *ConfigError
+	var ce *catalog.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, string(catalog.Retry), ce.Primitive)
 	assert.Equal(t, name, ce.Name)
@@ -214,7 +214,12 @@ func TestZeroConfigIsTheDefault(t *testing.T) {
 	assert.Equal(t, 3, c.MaxAttempts)
 	assert.Equal(t, Backoff{Strategy: FullJitter, Base: 100 * time.Millisecond, Multiplier: 2, Cap: 10 * time.Second, Factor: 0.5}, c.Backoff)
 	assert.Equal(t, RetryAfterConfig{Min: 500 * time.Millisecond, Max: 60 * time.Second, Jitter: 0.2}, c.RetryAfter)
+	assert.Equal(t, BudgetConfig{Ratio: 0.1, Capacity: 100, MinRetriesPerSecond: 1, DecayWindow: 10 * time.Second}, c.Budget,
+		"Config reports the budget's defaults too")
 	assert.NotNil(t, r.budget, "the budget is on by default")
+	off, err := New("orders", Config{Budget: BudgetConfig{DisableFloor: true, DisableDecay: true}})
+	require.NoError(t, err)
+	assert.Equal(t, BudgetConfig{Ratio: 0.1, Capacity: 100, DisableFloor: true, DisableDecay: true}, off.Config().Budget)
 
 	// Three attempts, two waits.
 	f := newFixture(t, nil)
@@ -548,7 +553,7 @@ func TestRetryAfterHintSetsTheDelay(t *testing.T) {
 	}
 
 	// Disabled: the hint is not even asked.
-	f := newFixture(t, func(cfg *Config) { cfg.MaxAttempts = 2; cfg.RetryAfter.Disabled = true })
+	f := newFixture(t, func(cfg *Config) { cfg.MaxAttempts = 2; cfg.DisableRetryAfter = true })
 	var nows []time.Time
 	_ = f.do(context.Background(), func(context.Context) error {
 		return &adapterErr{status: 503, wait: 9 * time.Second, hasWait: true, seenNow: &nows}
@@ -565,7 +570,7 @@ func TestRetryAfterHintSetsTheDelay(t *testing.T) {
 }
 
 func TestBudgetDeniesRetries(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.Budget = BudgetConfig{NoFloor: true} })
+	f := newFixture(t, func(c *Config) { c.Budget, c.DisableBudget = BudgetConfig{DisableFloor: true}, false })
 	for range 10 { // ten first attempts that succeed: one token
 		require.NoError(t, f.do(context.Background(), func(context.Context) error { return nil }))
 	}
@@ -681,7 +686,7 @@ func TestBindKeepsTheContextsForTheReturnedValue(t *testing.T) {
 		f := newFixture(t, cfg)
 		var release func()
 		actx, err := CallWith(context.Background(), f.r, func(ctx context.Context) (context.Context, error) { return ctx, nil },
-			Hooks[context.Context]{Bind: func(v context.Context, r func()) context.Context { release = r; return v }})
+			Hooks[context.Context]{Retain: func(v context.Context, r func()) context.Context { release = r; return v }})
 		require.NoError(t, err, name)
 		require.NotNil(t, release, name)
 		require.NoError(t, actx.Err(), "%s: the attempt's context lives on with the value", name)
@@ -689,7 +694,7 @@ func TestBindKeepsTheContextsForTheReturnedValue(t *testing.T) {
 		assert.ErrorIs(t, actx.Err(), context.Canceled, "%s: release ends it", name)
 	}
 
-	// Without Bind the contexts end with the call; without contexts Bind is not called.
+	// Without Retain the contexts end with the call; without contexts Retain is not called.
 	f := newFixture(t, func(c *Config) { c.AttemptTimeout = time.Hour })
 	actx, err := Call(context.Background(), f.r, func(ctx context.Context) (context.Context, error) { return ctx, nil })
 	require.NoError(t, err)
@@ -697,7 +702,7 @@ func TestBindKeepsTheContextsForTheReturnedValue(t *testing.T) {
 	f = newFixture(t, nil)
 	bound := false
 	_, err = CallWith(context.Background(), f.r, func(ctx context.Context) (int, error) { return 1, nil },
-		Hooks[int]{Bind: func(v int, _ func()) int { bound = true; return v }})
+		Hooks[int]{Retain: func(v int, _ func()) int { bound = true; return v }})
 	require.NoError(t, err)
 	assert.False(t, bound)
 }
@@ -724,7 +729,7 @@ func TestClassifyOverrideCannotRetryRejections(t *testing.T) {
 func TestConcurrentCallsAreCountedOnce(t *testing.T) {
 	cfg := Config{}
 	cfg.Backoff = Backoff{Strategy: None}
-	cfg.Budget = BudgetConfig{Disabled: true}
+	cfg.DisableBudget = true
 	r, err := New("concurrent", cfg)
 	require.NoError(t, err)
 	var wg sync.WaitGroup

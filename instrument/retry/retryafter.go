@@ -6,22 +6,21 @@ import (
 	"math"
 	"time"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // Defaults of a zero RetryAfterConfig.
 const (
-	DefaultMinRetryAfter    = 500 * time.Millisecond
-	DefaultMaxRetryAfter    = 60 * time.Second
-	DefaultRetryAfterJitter = 0.2
+	defaultMinRetryAfter    = 500 * time.Millisecond
+	defaultMaxRetryAfter    = 60 * time.Second
+	defaultRetryAfterJitter = 0.2
 )
 
-// RetryAfterConfig configures how a delay the server asked for ([RetryAfterHint]: HTTP's
+// RetryAfterConfig configures how a delay the server asked for ([classify.RetryAfterHint]: HTTP's
 // Retry-After, gRPC's pushback) sets the delay before the next attempt. Zero fields take their
 // defaults: Min 0.5 s, Max 60 s, Jitter 0.2.
 type RetryAfterConfig struct {
-	// Disabled ignores what the server asks for: the backoff strategy always sets the delay.
-	Disabled bool
 	// Min and Max clamp the server's value: a wait of 0 waits Min, a wait of a day (or of a
 	// 400-digit number of seconds) waits Max.
 	Min, Max time.Duration
@@ -30,9 +29,9 @@ type RetryAfterConfig struct {
 }
 
 func (c RetryAfterConfig) withDefaults() RetryAfterConfig {
-	c.Min = cmp.Or(c.Min, DefaultMinRetryAfter)
-	c.Max = cmp.Or(c.Max, DefaultMaxRetryAfter)
-	c.Jitter = cmp.Or(c.Jitter, DefaultRetryAfterJitter)
+	c.Min = cmp.Or(c.Min, defaultMinRetryAfter)
+	c.Max = cmp.Or(c.Max, defaultMaxRetryAfter)
+	c.Jitter = cmp.Or(c.Jitter, defaultRetryAfterJitter)
 	return c
 }
 
@@ -40,11 +39,11 @@ func (c RetryAfterConfig) validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Min < 0:
-		return &ConfigError{Field: "RetryAfter.Min", Value: c.Min, Reason: "must not be negative"}
+		return &catalog.ConfigError{Field: "RetryAfter.Min", Value: c.Min, Reason: "must not be negative"}
 	case c.Max < c.Min:
-		return &ConfigError{Field: "RetryAfter.Max", Value: c.Max, Reason: fmt.Sprintf("must be at least Min (%v)", c.Min)}
+		return &catalog.ConfigError{Field: "RetryAfter.Max", Value: c.Max, Reason: fmt.Sprintf("must be at least Min (%v)", c.Min)}
 	case math.IsNaN(c.Jitter) || c.Jitter < 0 || c.Jitter > 1:
-		return &ConfigError{Field: "RetryAfter.Jitter", Value: c.Jitter, Reason: "must be in (0, 1]"}
+		return &catalog.ConfigError{Field: "RetryAfter.Jitter", Value: c.Jitter, Reason: "must be in (0, 1]"}
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func Example() {
 	// successful: 1 timed out: 1
 }
 
-// Start and Finish are the two-step form for compositions that avoid closures.
+// Start and Done are the two-step form for compositions that avoid closures.
 func ExampleTimeout_Start() {
 	to, err := timeout.New("inventory-api", timeout.Config{Timeout: time.Second})
 	if err != nil {
@@ -43,7 +43,7 @@ func ExampleTimeout_Start() {
 	}
 	ctx, attempt := to.Start(context.Background())
 	_, hasDeadline := ctx.Deadline()
-	err = attempt.Finish(nil) // the attempt's result
+	err = attempt.Done(nil) // the attempt's result
 	fmt.Println(hasDeadline, err)
 	// Output: true <nil>
 }

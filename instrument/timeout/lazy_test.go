@@ -23,20 +23,20 @@ func TestLazyUnwatchedAttemptPastItsDeadlineIsATimeout(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, actx.Err(), "Err reports the deadline without Done having been called")
 	assert.ErrorIs(t, context.Cause(actx), ErrTimedOut)
 	<-actx.Done()
-	err = a.Finish(errors.New("slow"))
+	err = a.Done(errors.New("slow"))
 	assert.ErrorIs(t, err, ErrTimedOut)
 	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 1}}, to.Snapshot())
 
-	// Unwatched and not even asked: Finish still knows the deadline passed.
+	// Unwatched and not even asked: Done still knows the deadline passed.
 	_, a = to.Start(context.Background())
 	expire(t, a)
-	assert.ErrorIs(t, a.Finish(errors.New("slow")), ErrTimedOut)
+	assert.ErrorIs(t, a.Done(errors.New("slow")), ErrTimedOut)
 	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutTimedOut: 2}}, to.Snapshot())
 
 	// Before its deadline, an unwatched attempt has not ended.
 	actx, a = to.Start(context.Background())
 	assert.NoError(t, actx.Err())
-	assert.NoError(t, a.Finish(nil))
+	assert.NoError(t, a.Done(nil))
 }
 
 func TestLazyDerivedContextsAndAfterFunc(t *testing.T) {
@@ -52,7 +52,7 @@ func TestLazyDerivedContextsAndAfterFunc(t *testing.T) {
 	require.ErrorIs(t, waitForDone(child), context.DeadlineExceeded)
 	<-fired
 	assert.ErrorIs(t, context.Cause(child), ErrTimedOut, "a derived context carries the timeout as its cause")
-	assert.ErrorIs(t, a.Finish(child.Err()), ErrTimedOut)
+	assert.ErrorIs(t, a.Done(child.Err()), ErrTimedOut)
 }
 
 func TestLazyParentEndsTheAttempt(t *testing.T) {
@@ -64,7 +64,7 @@ func TestLazyParentEndsTheAttempt(t *testing.T) {
 		actx, a := to.Start(parent)
 		cancel()
 		assert.Equal(t, context.Canceled, actx.Err())
-		assert.NotErrorIs(t, a.Finish(actx.Err()), ErrTimedOut)
+		assert.NotErrorIs(t, a.Done(actx.Err()), ErrTimedOut)
 	})
 	t.Run("cancelled while watched", func(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
@@ -72,7 +72,7 @@ func TestLazyParentEndsTheAttempt(t *testing.T) {
 		done := actx.Done()
 		cancel()
 		<-done
-		assert.NotErrorIs(t, a.Finish(actx.Err()), ErrTimedOut)
+		assert.NotErrorIs(t, a.Done(actx.Err()), ErrTimedOut)
 	})
 	t.Run("the parent's equal deadline is the caller's, not ours", func(t *testing.T) {
 		// The parent's deadline has passed; the attempt started exactly limit before it, so its
@@ -89,7 +89,7 @@ func TestLazyParentEndsTheAttempt(t *testing.T) {
 		err := waitForDone(c)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NotErrorIs(t, context.Cause(c), ErrTimedOut)
-		assert.NotErrorIs(t, a.Finish(err), ErrTimedOut)
+		assert.NotErrorIs(t, a.Done(err), ErrTimedOut)
 	})
 	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutAborted: 2, catalog.TimeoutFailed: 1}}, to.Snapshot(),
 		"the caller's cancellation is aborted, its deadline failed, neither timed out")
@@ -100,7 +100,7 @@ func TestLazyReleaseEndsTheContext(t *testing.T) {
 	require.NoError(t, err)
 	// Released before anyone watched.
 	actx, a := to.Start(context.Background())
-	require.NoError(t, a.Finish(nil))
+	require.NoError(t, a.Done(nil))
 	<-actx.Done()
 	assert.Equal(t, context.Canceled, actx.Err())
 	// Watched, then released.

@@ -48,18 +48,13 @@ var ErrTimedOut = errors.New("attempt timed out")
 const DefaultTimeout = time.Second
 
 // Config configures a [Timeout]. The zero Config is a working default: a 1 s limit on the wall
-// clock. A negative Timeout makes [New] return a [*ConfigError] naming the field and its value.
+// clock. A negative Timeout makes [New] return a [*catalog.ConfigError] naming the field and its value.
 type Config struct {
 	// Timeout is each attempt's time limit (default 1 s).
 	Timeout time.Duration
 	// Clock runs the deadline. nil means the wall clock.
 	Clock clock.Clock
 }
-
-// ConfigError is the error of an invalid configuration: catalog.ConfigError, stormwatch's one
-// configuration error, with Primitive "timeout", the timeout's name, the field and the rejected
-// value. Inspect it with errors.As.
-type ConfigError = catalog.ConfigError
 
 // TimedOutError is the error of an attempt whose own deadline fired before it returned.
 type TimedOutError struct {
@@ -103,13 +98,13 @@ type Timeout struct {
 }
 
 // New returns a timeout called name, configured by cfg (the zero Config is a working default).
-// An invalid field is a [*ConfigError] naming it and its value.
+// An invalid field is a [*catalog.ConfigError] naming it and its value.
 func New(name string, cfg Config) (*Timeout, error) {
 	if name == "" {
-		return nil, &ConfigError{Primitive: string(catalog.Timeout), Field: "name", Value: "", Reason: "must not be empty"}
+		return nil, &catalog.ConfigError{Primitive: string(catalog.Timeout), Field: "name", Value: "", Reason: "must not be empty"}
 	}
 	if cfg.Timeout < 0 {
-		return nil, &ConfigError{Primitive: string(catalog.Timeout), Name: name, Field: "Timeout", Value: cfg.Timeout,
+		return nil, &catalog.ConfigError{Primitive: string(catalog.Timeout), Name: name, Field: "Timeout", Value: cfg.Timeout,
 			Reason: fmt.Sprintf("must not be negative (0 means the default, %v)", DefaultTimeout)}
 	}
 	if cfg.Timeout == 0 {
@@ -132,8 +127,9 @@ func (t *Timeout) Name() string { return t.name }
 // Config returns the timeout's configuration with defaults applied.
 func (t *Timeout) Config() Config { return Config{Timeout: t.limit, Clock: t.clock} }
 
-// Attempt is one attempt started with [Timeout.Start]. End it exactly once with [Attempt.Finish]
-// (or [Attempt.Abandon] when the attempt panicked).
+// Attempt is one attempt started with [Timeout.Start]. End it exactly once: with [Attempt.Done],
+// also when the attempt panicked (report a non-nil error), or with [Attempt.Record] and later
+// [Attempt.Release] when its result is still read under its context.
 type Attempt struct {
 	t      *Timeout
 	ctx    context.Context
@@ -153,17 +149,17 @@ func (t *Timeout) Start(ctx context.Context) (context.Context, Attempt) {
 	return c, Attempt{t: t, ctx: c, cancel: c.stop}
 }
 
-// Finish ends the attempt with the error it returned: it releases the attempt's context, counts
+// Done ends the attempt with the error it returned: it releases the attempt's context, counts
 // the outcome and returns nil, err unchanged (failed), or a [*TimedOutError] wrapping err when
 // the attempt's own deadline had fired (timed_out). A nil err is a success even if the deadline
 // fired meanwhile: the attempt did return a result.
-func (a Attempt) Finish(err error) error {
+func (a Attempt) Done(err error) error {
 	err = a.Record(err)
 	a.Release()
 	return err
 }
 
-// Record counts the attempt's outcome like [Attempt.Finish] and returns the same error, but
+// Record counts the attempt's outcome like [Attempt.Done] and returns the same error, but
 // leaves the attempt's context alive, for a result that is still being read under it (an HTTP
 // response body). Call [Attempt.Release] once the result is no longer used.
 //
@@ -187,15 +183,15 @@ func (a Attempt) Record(err error) error {
 	}
 }
 
-// Abandon ends an attempt that did not return (it panicked): it releases the context and counts
+// abandon ends an attempt that did not return (it panicked): it releases the context and counts
 // the attempt as failed.
-func (a Attempt) Abandon() {
+func (a Attempt) abandon() {
 	a.Release()
 	a.t.calls[catalog.TimeoutFailed].Add(1)
 }
 
 // Release ends the attempt's context (context.Canceled unless it had already ended) and frees
-// its timer. [Attempt.Finish] and [Attempt.Abandon] call it; after [Attempt.Record], call it
+// its timer. [Attempt.Done] calls it; after [Attempt.Record], call it
 // yourself. Releasing twice is harmless.
 func (a Attempt) Release() {
 	if a.lazy != nil {
@@ -232,34 +228,34 @@ func (a Attempt) callerCanceled() bool {
 }
 
 // Do runs fn under the time limit and returns its error, classified as described by
-// [Attempt.Finish]. fn must return when its context ends; Do does not abandon a running fn. A
+// [Attempt.Done]. fn must return when its context ends; Do does not abandon a running fn. A
 // panic in fn is counted as failed and propagates.
 func (t *Timeout) Do(ctx context.Context, fn func(context.Context) error) error {
 	actx, a := t.Start(ctx)
 	done := false
 	defer func() {
 		if !done {
-			a.Abandon()
+			a.abandon()
 		}
 	}()
 	err := fn(actx)
 	done = true
-	return a.Finish(err)
+	return a.Done(err)
 }
 
 // Call runs fn under t's time limit and returns its result; the error is classified as
-// described by [Attempt.Finish]. The value fn returned is passed through even on error.
+// described by [Attempt.Done]. The value fn returned is passed through even on error.
 func Call[T any](ctx context.Context, t *Timeout, fn func(context.Context) (T, error)) (T, error) {
 	actx, a := t.Start(ctx)
 	done := false
 	defer func() {
 		if !done {
-			a.Abandon()
+			a.abandon()
 		}
 	}()
 	v, err := fn(actx)
 	done = true
-	return v, a.Finish(err)
+	return v, a.Done(err)
 }
 
 // Snapshot is a point-in-time reading of a timeout's counters.

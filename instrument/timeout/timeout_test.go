@@ -36,7 +36,7 @@ func TestNewValidates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			to, err := New(tt.tm, tt.cfg)
 			assert.Nil(t, to)
-			var ce *ConfigError
+			var ce *catalog.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, string(catalog.Timeout), ce.Primitive)
 			assert.Equal(t, tt.tm, ce.Name)
@@ -250,7 +250,7 @@ func TestOwnDeadlineOnTheWallClock(t *testing.T) {
 	require.NoError(t, err)
 	actx, a := to.Start(context.Background())
 	expire(t, a)
-	err = a.Finish(waitForDone(actx))
+	err = a.Done(waitForDone(actx))
 	assert.ErrorIs(t, err, ErrTimedOut)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, context.Cause(actx), ErrTimedOut, "the attempt's context names the timeout as its cause")
@@ -295,7 +295,7 @@ func TestAttemptContext(t *testing.T) {
 		d, ok := actx.Deadline()
 		assert.True(t, ok)
 		assert.Equal(t, epoch.Add(100*time.Millisecond), d)
-		assert.NoError(t, a.Finish(nil))
+		assert.NoError(t, a.Done(nil))
 	})
 
 	t.Run("values and derived contexts", func(t *testing.T) {
@@ -308,14 +308,14 @@ func TestAttemptContext(t *testing.T) {
 		<-child.Done()
 		assert.Equal(t, context.DeadlineExceeded, actx.Err())
 		assert.Equal(t, context.DeadlineExceeded, child.Err(), "a derived context reports the deadline")
-		err := a.Finish(child.Err())
+		err := a.Done(child.Err())
 		assert.ErrorIs(t, err, ErrTimedOut)
 	})
 
 	t.Run("finishing ends the context and stops the timer", func(t *testing.T) {
 		actx, a := to.Start(context.Background())
 		assert.Equal(t, 1, fake.Timers())
-		assert.NoError(t, a.Finish(nil))
+		assert.NoError(t, a.Done(nil))
 		<-actx.Done()
 		assert.Equal(t, context.Canceled, actx.Err())
 		assert.Equal(t, 0, fake.Timers())

@@ -15,6 +15,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
 	"github.com/stormwatch-go/stormwatch/instrument/httpx"
@@ -91,11 +92,11 @@ func New(tb testing.TB, opts ...Option) *History {
 	h.reg = reg
 	rc := retry.Config{MaxAttempts: 3, Clock: h.clk,
 		Backoff: retry.Backoff{Strategy: retry.Constant, Base: backoff},
-		Budget:  retry.BudgetConfig{NoFloor: true, NoDecay: true}}
+		Budget:  retry.BudgetConfig{DisableFloor: true, DisableDecay: true}}
 	h.p, err = reg.Pipeline(Dependency, instrument.PipelineConfig{
 		Retry: &rc,
 		Breaker: &breaker.Config{WindowSize: 20, MinCalls: 10, FailureRateThreshold: 0.5, SlowCallDuration: slowCall,
-			OpenDuration: openDuration, NoJitter: true, HalfOpenCalls: 1, Clock: h.clk},
+			OpenDuration: openDuration, DisableJitter: true, HalfOpenCalls: 1, Clock: h.clk},
 		Bulkhead: &bulkhead.Config{MaxConcurrent: 1, MaxWait: bulkheadWait, Clock: h.clk},
 		Timeout:  &timeout.Config{Timeout: attemptTimeout, Clock: h.clk},
 		Fallback: &fallback.Config{},
@@ -122,9 +123,14 @@ func (h *History) Clock() *clock.Fake { return h.clk }
 // start runs fn through the pipeline with a fallback in a goroutine; the result arrives on the
 // returned channel.
 func (h *History) start(fn func(context.Context) error) <-chan error {
+	return h.startContext(context.Background(), fn)
+}
+
+// startContext is start with the caller's context ctx.
+func (h *History) startContext(ctx context.Context, fn func(context.Context) error) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.p.DoWithFallback(context.Background(), fn, func(context.Context, catalog.Cause, error) error { return nil })
+		_, err := h.p.DoWithFallback(ctx, fn, func(context.Context, catalog.Cause, error) error { return nil })
 		done <- err
 	}()
 	return done
@@ -134,7 +140,13 @@ func (h *History) start(fn func(context.Context) error) <-chan error {
 // returns the call's error.
 func (h *History) call(fn func(context.Context) error) error {
 	h.tb.Helper()
-	done := h.start(fn)
+	return h.callContext(context.Background(), fn)
+}
+
+// callContext is call with the caller's context ctx.
+func (h *History) callContext(ctx context.Context, fn func(context.Context) error) error {
+	h.tb.Helper()
+	done := h.startContext(ctx, fn)
 	for {
 		select {
 		case err := <-done:
@@ -178,15 +190,18 @@ var (
 	// err504 is a gateway timeout of a request that may not be repeated: a breaker failure the
 	// retry does not retry, so the fallback sees it as is (cause error).
 	err504 = httpx.Result(postPay, &http.Response{StatusCode: http.StatusGatewayTimeout}, nil)
+	// errBusiness is the answer of a dependency that worked: marked with classify.Business.
+	errBusiness = errors.New("insufficient funds")
 )
 
 // EveryPath runs, on [Dependency] behind its full pipeline: successes, a slow success, retries
 // after Retry-After and after backoff, calls that run out of attempts, a retry the budget
-// denies, a timed-out attempt, a non-retryable failure, a bulkhead wait and a bulkhead
-// rejection (ignored by the breaker), a trip, rejections by the open breaker, a failed probe
-// and a successful one — and with them a fallback of every cause. It checks that each path
-// ran. Under [WithMoreNames] it then runs the calls that option describes. Call it once, on a
-// new History.
+// denies, a business error, the caller's cancellation during an attempt and while waiting for
+// the bulkhead, a timed-out attempt, a non-retryable failure, a bulkhead wait and a bulkhead
+// rejection (ignored by the breaker), a trip, rejections by the open breaker, a failed probe and
+// a successful one — and with them a fallback of every cause. It checks that each path ran.
+// Under [WithMoreNames] it then runs the calls that option describes. Call it once, on a new
+// History.
 func (h *History) EveryPath() {
 	t := h.tb
 	t.Helper()
@@ -216,6 +231,12 @@ func (h *History) EveryPath() {
 	require.True(t, h.clk.WaitForTimers(2, nil))
 	h.clk.Advance(bulkheadWait)
 	require.NoError(t, <-rejected)
+	// A caller cancels while it waits for the permit: the bulkhead counts an aborted admission.
+	waitCtx, cancelWait := context.WithCancel(context.Background())
+	aborted := h.startContext(waitCtx, ok)
+	require.True(t, h.clk.WaitForTimers(2, nil))
+	cancelWait()
+	require.ErrorIs(t, <-aborted, context.Canceled)
 	close(release)
 	require.NoError(t, <-holder)
 
@@ -234,12 +255,17 @@ func (h *History) EveryPath() {
 		require.Less(t, i, 5, "the budget never denied a retry")
 		require.NoError(t, h.call(sequence(err503, err503, err503)))
 	}
-	// (A business error — classify.Business — is ignored by the breaker; the retry counts it as
-	// a failed attempt of class "error" today, so it is left out: the bulkhead's rejection
-	// above is the ignored call.)
 	for range 10 {
 		require.NoError(t, h.call(ok))
 	}
+	// A business error: never retried, ignored by the breaker, no fallback: the caller receives
+	// it (the retry counts a failed call of class error).
+	require.True(t, classify.IsBusiness(h.call(sequence(classify.Business(errBusiness)))))
+	// The caller cancels during an attempt: never retried, not a breaker failure, no fallback
+	// (the retry counts an aborted call of class canceled, the timeout an aborted attempt).
+	ctx, cancel := context.WithCancel(context.Background())
+	err := h.callContext(ctx, func(ctx context.Context) error { cancel(); <-ctx.Done(); return ctx.Err() })
+	require.ErrorIs(t, err, context.Canceled)
 	// An attempt that hangs until its time limit: not retried (the retry is not idempotent),
 	// slow and failed for the breaker; the fallback answers (timeout).
 	done := h.start(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
@@ -293,9 +319,15 @@ func (h *History) checkEveryPathRan() {
 		catalog.RetryFailedWithoutRetry, catalog.RetryFailedWithRetry} {
 		assert.NotZero(t, r.Calls[k], "retry calls %s", k)
 	}
+	assert.NotZero(t, r.Calls[catalog.RetryAborted], "retry calls aborted (the caller's cancellation)")
+	for _, c := range []catalog.Class{catalog.ClassError, catalog.ClassCanceled} {
+		assert.NotZero(t, r.Errors[c], "retry errors of class %s", c)
+	}
+	assert.NotZero(t, to.Calls[catalog.TimeoutAborted], "timeout aborted (the caller's cancellation)")
 	for _, a := range []catalog.Admission{catalog.AdmissionPermitted, catalog.AdmissionRejected} {
 		assert.NotZero(t, bh.Calls[a], "bulkhead %s", a)
 	}
+	assert.NotZero(t, bh.Calls[catalog.AdmissionAborted], "bulkhead aborted (the caller's cancellation while waiting)")
 	assert.NotZero(t, bh.Wait.Sum, "bulkhead wait")
 	for _, k := range []catalog.TimeoutKind{catalog.TimeoutSuccessful, catalog.TimeoutFailed, catalog.TimeoutTimedOut} {
 		assert.NotZero(t, to.Calls[k], "timeout %s", k)
@@ -327,5 +359,5 @@ func (h *History) runMoreNames() {
 		require.NoError(t, err)
 		require.NoError(t, br.Do(context.Background(), ok))
 	}
-	require.NotZero(t, h.reg.Overflowed(catalog.CircuitBreaker))
+	require.NotZero(t, h.reg.OverflowCount(catalog.CircuitBreaker))
 }

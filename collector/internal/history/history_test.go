@@ -32,7 +32,7 @@ func TestEveryPathKeepsToTheOneDependency(t *testing.T) {
 	assert.Equal(t, []string{Dependency}, names(reg.Bulkheads()))
 	assert.Equal(t, []string{Dependency}, names(reg.Timeouts()))
 	assert.Equal(t, []string{Dependency}, names(reg.Fallbacks()))
-	assert.Zero(t, reg.Overflowed(catalog.CircuitBreaker))
+	assert.Zero(t, reg.OverflowCount(catalog.CircuitBreaker))
 	assert.Equal(t, catalog.StateClosed, h.Pipeline().Breaker().State())
 	assert.True(t, h.Clock().Now().After(epoch), "the script moved the fake clock")
 }
@@ -44,7 +44,7 @@ func TestEveryPathWithMoreNames(t *testing.T) {
 	assert.Equal(t, MaxNames, reg.MaxNames())
 	assert.Equal(t, []string{catalog.OverflowName, "extra-1", Second, Dependency}, names(reg.Breakers()))
 	assert.Equal(t, []string{Second, Dependency}, names(reg.Retries()))
-	assert.Equal(t, uint64(2), reg.Overflowed(catalog.CircuitBreaker), "extra-2 and extra-3")
+	assert.Equal(t, uint64(2), reg.OverflowCount(catalog.CircuitBreaker), "extra-2 and extra-3")
 	for _, b := range reg.Breakers() {
 		if b.Name == Second {
 			assert.Equal(t, catalog.StateForcedOpen, b.Value.State())

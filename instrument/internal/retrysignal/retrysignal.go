@@ -100,7 +100,7 @@ func Note(ctx context.Context, err error) bool {
 // error was not retryable, or MaxAttempts is 1 — and an aborted call (the caller's cancellation
 // or deadline) says nothing about the dependency, so neither is a reason. Whether a downstream
 // response itself carried the signal is the client's to report, with [Mark]: the hints an
-// attempt's error carries (retry.DoNotRetryHint) also say "unsafe to repeat", which is no reason
+// attempt's error carries (classify.DoNotRetryHint) also say "unsafe to repeat", which is no reason
 // to stop the caller's retries.
 func Exhausted(err error) bool {
 	var re *retry.Error

@@ -77,7 +77,7 @@ func retryErrors(t *testing.T) map[string]error {
 	newRetry := func(budget bool, edit func(*retry.Config)) *retry.Retry {
 		cfg := retry.Config{MaxAttempts: 3, Clock: clock.NewFake(time.Now())}
 		cfg.Backoff = retry.Backoff{Strategy: retry.None}
-		cfg.Budget.Disabled = !budget
+		cfg.DisableBudget = !budget
 		if edit != nil {
 			edit(&cfg)
 		}

@@ -74,6 +74,15 @@ type dependency struct {
 // fallback of any cause: the fallback does not answer a caller who has gone.
 var fallbackCauses = []catalog.Cause{catalog.CauseCircuitOpen, catalog.CauseBulkheadFull, catalog.CauseTimeout, catalog.CauseRetriesExhausted}
 
+// retryDefaults is the zero retry.Config with its defaults filled in, which the demo scales.
+var retryDefaults = func() retry.Config {
+	r, err := retry.New("defaults", retry.Config{})
+	if err != nil {
+		panic(err) // the zero Config is valid
+	}
+	return r.Config()
+}()
+
 // newDependency builds the transport of the dependency called name, its pipeline configured from
 // p scaled by speed with its timers on clk (nil: the wall clock), and keeps its primitives for
 // the status line.
@@ -82,8 +91,9 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 	rc := retry.Config{Clock: clk}
 	rc.MaxAttempts = p.MaxAttempts
 	rc.Backoff = retry.Backoff{Strategy: retry.FullJitter, Base: s(p.BackoffBase), Multiplier: 2, Cap: s(p.Cap)}
-	rc.RetryAfter = retry.RetryAfterConfig{Min: s(retry.DefaultMinRetryAfter), Max: s(retry.DefaultMaxRetryAfter), Jitter: retry.DefaultRetryAfterJitter}
-	rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
+	ra := retryDefaults.RetryAfter
+	rc.RetryAfter = retry.RetryAfterConfig{Min: s(ra.Min), Max: s(ra.Max), Jitter: ra.Jitter}
+	rc.Budget.DecayWindow = s(retryDefaults.Budget.DecayWindow)
 	cfg := instrument.PipelineConfig{
 		Retry: &rc,
 		Breaker: &breaker.Config{

@@ -365,7 +365,7 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 		rc := retry.Config{}
 		rc.MaxAttempts = 2
 		rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: s(2 * time.Second)}
-		rc.Budget.DecayWindow = s(retry.DefaultBudgetDecay)
+		rc.Budget.DecayWindow = s(retryDefaults.Budget.DecayWindow)
 		rc.Idempotent = true
 		// order → payment: the one retry layer (2 attempts, 10% budget, 4s deadline), a breaker,
 		// a bulkhead, a per-attempt timeout and the fallback "payment pending", through an httpx

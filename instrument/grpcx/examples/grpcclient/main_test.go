@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,27 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/stormwatch-go/stormwatch/internal/exampleutil/exampletest"
 	"github.com/stormwatch-go/stormwatch/internal/exposition"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
@@ -75,7 +57,7 @@ func TestParseFlags(t *testing.T) {
 // local gRPC servers, then reads /metrics before the program shuts down.
 func TestRunDegradesPaymentsAndKeepsTheCatalog(t *testing.T) {
 	const rounds = 40
-	var status, logs syncBuffer
+	var status, logs exampletest.SyncBuffer
 	var mfs map[string]*dto.MetricFamily
 	o := options{listen: "127.0.0.1:0", requests: rounds, duration: 30 * time.Second,
 		scraped: func(url string) {
@@ -120,4 +102,13 @@ func TestRunDegradesPaymentsAndKeepsTheCatalog(t *testing.T) {
 		assert.Regexp(t, `^/grpc\.testing\.TestService/`, rec["endpoint"])
 	}
 	assert.Positive(t, lines)
+}
+
+func TestParseArgsExitCodes(t *testing.T) {
+	exampletest.TestExitCodes(t, "grpcclient", "go run ./examples/grpcclient [flags]",
+		func(args []string, stdout, stderr io.Writer) int {
+			_, code := parseArgs(args, stdout, stderr)
+			return code
+		},
+		exampletest.ExitCase{Args: []string{"-requests", "-1"}, Stderr: "-requests -1: must not be negative"})
 }

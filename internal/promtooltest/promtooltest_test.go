@@ -1,0 +1,197 @@
+package promtooltest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// fakePromtool is a promtool stand-in: it logs every invocation to $FAKE_LOG, passes `check
+// rules`, and fails `test rules` on a file that contains FAIL_ME, printing the group names.
+const fakePromtool = `#!/bin/sh
+if [ "$1" = --version ]; then echo "promtool, version 3.16.0 (fake)"; exit 0; fi
+echo "$*" >> "$FAKE_LOG"
+if [ "$1" = test ]; then
+  shift 2
+  status=0
+  for f in "$@"; do
+    case "$f" in -*) continue;; esac
+    grep -o 'name: [a-z0-9-]*' "$f"
+    if grep -q FAIL_ME "$f"; then echo FAILED; status=1; fi
+  done
+  [ $status = 0 ] && echo SUCCESS
+  exit $status
+fi
+exit 0
+`
+
+// setup installs the fake promtool and an empty result cache; it returns the invocation log.
+func setup(t *testing.T) (log string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "promtool")
+	require.NoError(t, os.WriteFile(bin, []byte(fakePromtool), 0o755))
+	log = filepath.Join(dir, "invocations")
+	t.Setenv("STORMWATCH_PROMTOOL", bin)
+	t.Setenv("STORMWATCH_PROMTOOL_CACHE_DIR", filepath.Join(dir, "cache"))
+	t.Setenv("STORMWATCH_PROMTOOL_CACHE", "")
+	t.Setenv("FAKE_LOG", log)
+	return log
+}
+
+func invocations(t *testing.T, log string) int {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	return strings.Count(string(b), "\n")
+}
+
+func testFile(groups ...string) string {
+	var b strings.Builder
+	b.WriteString("rule_files:\n  - rules.yaml\nevaluation_interval: 15s\ntests:\n")
+	for _, g := range groups {
+		b.WriteString("  - name: " + g + "\n    interval: 1m\n    input_series:\n      - series: 'up{job=\"a\"}'\n        values: '1+0x10'\n")
+	}
+	return b.String()
+}
+
+func writeDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	return dir
+}
+
+func TestShardKeepsEveryGroupOnceAndMakesRuleFilesAbsolute(t *testing.T) {
+	groups := []string{"g1", "g2", "g3", "g4", "g5"}
+	dir := writeDir(t, map[string]string{"t.yaml": testFile(groups...)})
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	rel, err := filepath.Rel(wd, dir) // promtool runs the shards elsewhere: a relative dir must not leak
+	require.NoError(t, err)
+	parts, err := shard(rel, "t.yaml", 3, t.TempDir())
+	require.NoError(t, err)
+	require.Len(t, parts, 3)
+	var seen []string
+	for _, p := range parts {
+		require.Len(t, p, 1)
+		raw, err := os.ReadFile(p[0])
+		require.NoError(t, err)
+		var doc struct {
+			RuleFiles []string `yaml:"rule_files"`
+			Interval  string   `yaml:"evaluation_interval"`
+			Tests     []struct {
+				Name        string `yaml:"name"`
+				InputSeries []struct {
+					Series, Values string
+				} `yaml:"input_series"`
+			} `yaml:"tests"`
+		}
+		require.NoError(t, yaml.Unmarshal(raw, &doc))
+		assert.Equal(t, []string{filepath.Join(dir, "rules.yaml")}, doc.RuleFiles)
+		assert.Equal(t, "15s", doc.Interval)
+		require.NotEmpty(t, doc.Tests, "every shard has groups")
+		for _, g := range doc.Tests {
+			seen = append(seen, g.Name)
+			assert.Equal(t, `up{job="a"}`, g.InputSeries[0].Series)
+			assert.Equal(t, "1+0x10", g.InputSeries[0].Values)
+		}
+	}
+	assert.Equal(t, groups, seen, "every group exactly once, in order")
+
+	one, err := shard(rel, "t.yaml", 1, t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{"t.yaml"}}, one, "one shard runs the file itself")
+}
+
+func TestAFailingGroupInAnyShardFailsTheRun(t *testing.T) {
+	log := setup(t)
+	dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1", "g2", "fail-me-FAIL_ME", "g4")})
+	out, ok := Run(t, dir, "test", "rules", "t.yaml")
+	assert.False(t, ok)
+	assert.Contains(t, out, "FAILED")
+	for _, g := range []string{"g1", "g2", "g4"} {
+		assert.Contains(t, out, "name: "+g, "the output of every shard is kept")
+	}
+	assert.GreaterOrEqual(t, invocations(t, log), 1)
+}
+
+func TestPassingRunsAreRememberedFailingOnesNever(t *testing.T) {
+	log := setup(t)
+	dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1", "g2")})
+	out1, ok := Run(t, dir, "test", "rules", "t.yaml")
+	require.True(t, ok, out1)
+	n := invocations(t, log)
+	require.GreaterOrEqual(t, n, 1)
+	out2, ok := Run(t, dir, "test", "rules", "t.yaml")
+	require.True(t, ok)
+	assert.Equal(t, out1, out2)
+	assert.Equal(t, n, invocations(t, log), "the same inputs passed before: promtool is not run again")
+
+	_, ok = Run(t, dir, "check", "rules", "rules.yaml")
+	require.True(t, ok)
+	assert.Equal(t, n+1, invocations(t, log), "other arguments are other inputs")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("groups: [] # changed\n"), 0o644))
+	_, ok = Run(t, dir, "test", "rules", "t.yaml")
+	require.True(t, ok)
+	assert.Greater(t, invocations(t, log), n+1, "a changed file in the directory is a new run")
+
+	bad := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("FAIL_ME")})
+	before := invocations(t, log)
+	for range 2 {
+		_, ok = Run(t, bad, "test", "rules", "t.yaml")
+		assert.False(t, ok)
+	}
+	assert.Equal(t, before+2, invocations(t, log), "a failure is never remembered")
+
+	t.Setenv("STORMWATCH_PROMTOOL_CACHE", "off")
+	before = invocations(t, log)
+	_, ok = Run(t, dir, "check", "rules", "rules.yaml")
+	require.True(t, ok)
+	assert.Equal(t, before+1, invocations(t, log), "STORMWATCH_PROMTOOL_CACHE=off runs every time")
+}
+
+// TestTheScriptAndTheTestsShareResults: scripts/promtool.sh and Run compute the same key, so a
+// run either of them passed is not repeated by the other.
+func TestTheScriptAndTheTestsShareResults(t *testing.T) {
+	log := setup(t)
+	script, err := filepath.Abs("../../scripts/promtool.sh")
+	require.NoError(t, err)
+	dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1")})
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "x.md"), []byte("x"), 0o644))
+
+	sh := func(args ...string) (string, error) {
+		out, err := exec.Command(script, append([]string{dir}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := sh("check", "rules", "--lint=all", "rules.yaml")
+	require.NoError(t, err, out)
+	assert.Equal(t, 1, invocations(t, log))
+	_, ok := Run(t, dir, "check", "rules", "--lint=all", "rules.yaml")
+	require.True(t, ok)
+	assert.Equal(t, 1, invocations(t, log), "the script's pass is recalled by the Go tests")
+
+	_, ok = Run(t, dir, "test", "rules", "t.yaml")
+	require.True(t, ok)
+	n := invocations(t, log)
+	out, err = sh("test", "rules", "t.yaml")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "passed before on the same inputs")
+	assert.Equal(t, n, invocations(t, log), "the Go tests' pass is recalled by the script")
+
+	_, err = exec.Command(script, writeDir(t, map[string]string{"t.yaml": testFile("FAIL_ME")}), "test", "rules", "t.yaml").CombinedOutput()
+	assert.Error(t, err, "the script reports promtool's failure")
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -200,6 +201,10 @@ var metricSeries = map[string]seriesFunc{
 	}),
 
 	catalog.FallbackCalls.FullName(""): all(catalog.Causes[:]),
+
+	catalog.HedgeCalls.FullName(""):    always,
+	catalog.HedgeAttempts.FullName(""): all(catalog.HedgeOutcomes[:]),
+	catalog.HedgeDelay.FullName(""):    always,
 
 	catalog.RegistryOverflow.FullName(""): func(collector.Policy, *history) []string {
 		out := make([]string, len(catalog.Primitives))
@@ -553,6 +558,8 @@ func TestMetricsPageFreshSeriesMatchTheCollector(t *testing.T) {
 		_, err = reg.Timeout("docs", timeout.Config{})
 		require.NoError(t, err)
 		_, err = reg.Fallback("docs", fallback.Config{})
+		require.NoError(t, err)
+		_, err = reg.Hedge("docs", hedge.Config{})
 		require.NoError(t, err)
 		var opts []collector.Option
 		if full {

@@ -233,8 +233,9 @@ type Snapshot struct {
 	Delay time.Duration
 }
 
-// Started returns the number of hedges that ran: won, lost and cancelled.
-func (s Snapshot) Started() uint64 {
+// Ran returns the number of hedges that ran and ended: won, lost and cancelled (a hedge is
+// counted when it ends).
+func (s Snapshot) Ran() uint64 {
 	return s.Hedges[catalog.HedgeWon] + s.Hedges[catalog.HedgeLost] + s.Hedges[catalog.HedgeCancelled]
 }
 

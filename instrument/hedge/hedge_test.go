@@ -298,7 +298,7 @@ func TestRetriesAndHedgesShareOneBudget(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		r, err := retry.New("payments", retry.Config{Clock: clk, MaxAttempts: 2,
 			Backoff: retry.Backoff{Strategy: retry.None},
-			Budget:  retry.BudgetConfig{Ratio: 0.5, Capacity: 1, NoFloor: true, NoDecay: true}})
+			Budget:  retry.BudgetConfig{Ratio: 0.5, Capacity: 1, DisableFloor: true, DisableDecay: true}})
 		require.NoError(t, err)
 		for range 2 { // two first attempts: one token
 			_ = r.Do(context.Background(), func(context.Context) error { return boom })
@@ -326,7 +326,7 @@ func TestRetriesAndHedgesShareOneBudget(t *testing.T) {
 	t.Run("a hedge spends it, the retry is refused", func(t *testing.T) {
 		r, h, budget, clk := setup(t)
 		hedged(t, h, budget, clk)
-		require.Equal(t, uint64(1), h.Snapshot().Started())
+		require.Equal(t, uint64(1), h.Snapshot().Ran())
 		err := r.Do(context.Background(), func(context.Context) error { return retryable })
 		var re *retry.Error
 		require.ErrorAs(t, err, &re)

@@ -269,7 +269,7 @@ func wouldCreate[T any](f *family[T], name string) bool {
 	if _, ok := f.byName[name]; ok {
 		return false
 	}
-	if f.named >= f.limit || name == catalog.OverflowName {
+	if f.named >= f.limit { // (OverflowName itself is refused by checkName)
 		_, ok := f.byName[catalog.OverflowName]
 		return !ok
 	}

@@ -158,7 +158,7 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 		return v, nil
 	}
 	key := name
-	if f.named >= f.limit || name == catalog.OverflowName {
+	if f.named >= f.limit { // (OverflowName itself is refused by checkName)
 		f.overflow.Add(1)
 		key = catalog.OverflowName
 		if v, ok := f.byName[key]; ok {

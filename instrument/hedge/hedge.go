@@ -262,6 +262,12 @@ func (h *Hedge) Do(ctx context.Context, fn func(context.Context) error) error {
 // Call runs fn, hedged as the package documentation describes, and returns the accepted
 // attempt's result (or the first attempt's, when no attempt was accepted).
 func Call[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error)) (T, error) {
+	return CallWith(ctx, h, fn, nil)
+}
+
+// CallWith is [Call] with a discard function, which receives the value of every attempt whose
+// result the call does not return (an HTTP response to close); nil discards nothing.
+func CallWith[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), discard func(T)) (T, error) {
 	h.calls.Add(1)
 	if h.own != nil {
 		h.own.deposit()
@@ -273,7 +279,7 @@ func Call[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, err
 		h.observe(start)
 		return v, err
 	}
-	return newRace(ctx, h, fn).run(delay)
+	return newRace(ctx, h, fn, discard).run(delay)
 }
 
 // observe feeds a first attempt's latency to the adaptive delay.

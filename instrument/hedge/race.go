@@ -15,12 +15,13 @@ import (
 // hedge it started has ended (and been counted), so no attempt outlives its call. The fields
 // below mu are guarded by it.
 type race[T any] struct {
-	first  attemptCtx // the first attempt's context
-	h      *Hedge
-	parent context.Context
-	fn     func(context.Context) (T, error)
-	delay  time.Duration
-	hedges sync.WaitGroup // hedges started and not yet counted
+	first   attemptCtx // the first attempt's context
+	h       *Hedge
+	parent  context.Context
+	fn      func(context.Context) (T, error)
+	discard func(T) // receives the values the call does not return; may be nil
+	delay   time.Duration
+	hedges  sync.WaitGroup // hedges started and not yet counted
 
 	mu       sync.Mutex
 	timer    clock.Timer          // the next hedge's timer
@@ -33,8 +34,8 @@ type race[T any] struct {
 	err      error
 }
 
-func newRace[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error)) *race[T] {
-	r := &race[T]{h: h, parent: ctx, fn: fn}
+func newRace[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), discard func(T)) *race[T] {
+	r := &race[T]{h: h, parent: ctx, fn: fn, discard: discard}
 	r.first.init(ctx)
 	return r
 }
@@ -89,9 +90,17 @@ func (r *race[T]) firstDone(v T, err error) (T, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.hedgeWon {
+		r.drop(v)
 		return r.v, r.err
 	}
 	return v, err
+}
+
+// drop hands a value the call does not return to the discard function.
+func (r *race[T]) drop(v T) {
+	if r.discard != nil {
+		r.discard(v)
+	}
 }
 
 // launch starts a hedge when the timer fires, unless the call is decided or the budget refuses.
@@ -142,6 +151,7 @@ func (r *race[T]) hedgeDone(idx int, v T, err error) (won bool) {
 	switch {
 	case r.decided || r.parent.Err() != nil: // another attempt won, or the caller left
 		r.h.count(catalog.HedgeCancelled)
+		r.drop(v)
 	case r.h.accept(err):
 		r.h.count(catalog.HedgeWon)
 		r.decided, r.closed, r.hedgeWon = true, true, true
@@ -156,6 +166,7 @@ func (r *race[T]) hedgeDone(idx int, v T, err error) (won bool) {
 		return true
 	default:
 		r.h.count(catalog.HedgeLost)
+		r.drop(v)
 	}
 	return false
 }

@@ -54,7 +54,7 @@ const (
 
 // Primitives lists the primitive kinds that are handed out by name through a registry, in
 // catalog order. These are the values of the overflow counter's `primitive` label.
-var Primitives = []Primitive{CircuitBreaker, Retry, Bulkhead, Timeout, Fallback, Limiter, Throttle}
+var Primitives = []Primitive{CircuitBreaker, Retry, Bulkhead, Timeout, Fallback, Limiter, Throttle, Hedge}
 
 // Label names.
 const (
@@ -335,7 +335,7 @@ func All() []Metric {
 		TimeoutCalls,
 		FallbackCalls,
 		RegistryOverflow,
-	}, limitMetrics()...)
+	}, append(limitMetrics(), hedgeMetrics()...)...)
 }
 
 // ByPrimitive returns the catalog entries of one primitive kind, in catalog order.

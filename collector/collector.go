@@ -135,6 +135,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Collector, error) {
 		newFallbackPart(c),
 		newRetryPart(c),
 		newLimitPart(c),
+		newHedgePart(c),
 	}
 	return c, nil
 }

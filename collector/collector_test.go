@@ -37,6 +37,7 @@ resilience_registry_overflow_total{primitive="bulkhead"} 0
 resilience_registry_overflow_total{primitive="circuitbreaker"} 0
 resilience_registry_overflow_total{primitive="fallback"} 0
 resilience_registry_overflow_total{primitive="limiter"} 0
+resilience_registry_overflow_total{primitive="hedge"} 0
 resilience_registry_overflow_total{primitive="retry"} 0
 resilience_registry_overflow_total{primitive="throttle"} 0
 resilience_registry_overflow_total{primitive="timeout"} 0

@@ -21,6 +21,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -214,6 +215,9 @@ var metricSeries = map[string]seriesFunc{
 	catalog.LimiterSamples.FullName(""):         all(catalog.SampleKinds[:]),
 	catalog.ThrottleProbability.FullName(""):    always,
 	catalog.ThrottleCalls.FullName(""):          all(catalog.ThrottleKinds[:]),
+	catalog.HedgeCalls.FullName(""):             always,
+	catalog.HedgeAttempts.FullName(""):          all(catalog.HedgeOutcomes[:]),
+	catalog.HedgeDelay.FullName(""):             always,
 
 	catalog.RegistryOverflow.FullName(""): func(collector.Policy, *history) []string {
 		out := make([]string, len(catalog.Primitives))
@@ -571,6 +575,7 @@ func TestMetricsPageFreshSeriesMatchTheCollector(t *testing.T) {
 		_, err = reg.Limiter("docs", limit.Config{})
 		require.NoError(t, err)
 		_, err = reg.Throttle("docs", throttle.Config{})
+		_, err = reg.Hedge("docs", hedge.Config{})
 		require.NoError(t, err)
 		var opts []collector.Option
 		if full {

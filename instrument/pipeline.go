@@ -10,6 +10,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -76,6 +77,12 @@ type PipelineConfig struct {
 	Bulkhead *bulkhead.Config
 	// Timeout configures the per-attempt time limit.
 	Timeout *timeout.Config
+	// Hedge hedges each attempt of an idempotent call (package hedge): after the hedge delay
+	// another attempt starts, and the first accepted result wins. It sits between the retry and
+	// the breaker, so the breaker, the bulkhead and the timeout see every hedged attempt like any
+	// other (a hedge takes a bulkhead permit) and the retry sees one result per attempt; hedges
+	// spend the retry's budget, so retries and hedges of the dependency share one budget.
+	Hedge *hedge.Config
 	// Fallback configures which causes the fallback answers. The fallback function itself is
 	// given per call ([CallWithFallback], [Pipeline.DoWithFallback]); calls that give none
 	// skip the layer.
@@ -173,14 +180,20 @@ func (c PipelineConfig) validateLayers(name string) error {
 			return layer("Throttle", err)
 		}
 	}
+	if c.Hedge != nil {
+		if _, err := hedge.New(name, *c.Hedge); err != nil {
+			return layer("Hedge", err)
+		}
+	}
 	return nil
 }
 
-// Pipeline composes a retry, a circuit breaker, a bulkhead, a timeout and a fallback — each
-// optional — around calls to one dependency, in a fixed order (see [Order]):
+// Pipeline composes a retry, a hedge, a circuit breaker, an adaptive limiter, a throttle, a
+// bulkhead, a timeout and a fallback — each optional — around calls to one dependency, in a fixed
+// order (see [Order]):
 //
-//	Fallback → Retry → CircuitBreaker → Bulkhead → Timeout → call   (BreakerPerAttempt, default)
-//	Fallback → CircuitBreaker → Retry → Bulkhead → Timeout → call   (BreakerPerCall)
+//	Fallback → Retry → Hedge → CircuitBreaker → Limiter → Throttle → Bulkhead → Timeout → call   (default)
+//	Fallback → CircuitBreaker → Retry → Hedge → Limiter → Throttle → Bulkhead → Timeout → call   (BreakerPerCall)
 //
 // Guarantees, whatever the configuration (RetryIf, Classify and the other functions in it
 // included):
@@ -212,6 +225,7 @@ type Pipeline struct {
 	fallback *fallback.Fallback
 	limiter  *limit.Limiter
 	throttle *throttle.Throttle
+	hedge    *hedge.Hedge
 	overflow bool
 }
 
@@ -278,6 +292,12 @@ func (r *Registry) Pipeline(name string, cfg PipelineConfig) (*Pipeline, error) 
 		}
 		p.overflow = p.overflow || p.throttle.Name() != name
 	}
+	if cfg.Hedge != nil { // after the retry: the hedge spends its budget
+		if p.hedge, err = r.Hedge(name, *cfg.Hedge); err != nil {
+			return nil, err
+		}
+		p.overflow = p.overflow || p.hedge.Name() != name
+	}
 	return p, nil
 }
 
@@ -291,7 +311,8 @@ func (c PipelineConfig) createsAny(r *Registry, name string) bool {
 		(c.Timeout != nil && wouldCreate(familyOf[*timeout.Timeout](r, catalog.Timeout), name)) ||
 		(c.Fallback != nil && wouldCreate(familyOf[*fallback.Fallback](r, catalog.Fallback), name)) ||
 		(c.Limit != nil && wouldCreate(familyOf[*limit.Limiter](r, catalog.Limiter), name)) ||
-		(c.Throttle != nil && wouldCreate(familyOf[*throttle.Throttle](r, catalog.Throttle), name))
+		(c.Throttle != nil && wouldCreate(familyOf[*throttle.Throttle](r, catalog.Throttle), name)) ||
+		(c.Hedge != nil && wouldCreate(familyOf[*hedge.Hedge](r, catalog.Hedge), name))
 }
 
 // wouldCreate reports whether f.get(name, …) would call its create function.
@@ -333,6 +354,9 @@ func (p *Pipeline) Timeout() *timeout.Timeout { return p.timeout }
 
 // Fallback returns the fallback layer, or nil.
 func (p *Pipeline) Fallback() *fallback.Fallback { return p.fallback }
+
+// Hedge returns the hedge layer, or nil.
+func (p *Pipeline) Hedge() *hedge.Hedge { return p.hedge }
 
 // Do runs fn through the pipeline and returns its error, or the error with which a layer ended
 // the call. The fallback layer, if configured, is skipped: use [Pipeline.DoWithFallback].
@@ -420,13 +444,24 @@ func execute[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.
 func run[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T]) (T, error) {
 	switch {
 	case p.retry == nil:
-		return attempt(ctx, p, f, h, true)
+		return hedged(ctx, p, f, h, true)
 	case p.order == BreakerPerCall && p.breaker != nil:
 		return breakerAroundRetry(ctx, p, f, h)
 	}
 	return retry.CallWith(ctx, p.retry, func(ctx context.Context) (T, error) {
-		return attempt(ctx, p, f, h, true)
+		return hedged(ctx, p, f, h, true)
 	}, retryHooks(h))
+}
+
+// hedged runs one attempt, hedged by the hedge layer when there is one: every hedged attempt
+// goes through the breaker (when withBreaker), the bulkhead and the timeout.
+func hedged[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.Hooks[T], withBreaker bool) (T, error) {
+	if p.hedge == nil {
+		return attempt(ctx, p, f, h, withBreaker)
+	}
+	return hedge.CallWith(ctx, p.hedge, func(ctx context.Context) (T, error) {
+		return attempt(ctx, p, f, h, withBreaker)
+	}, h.Discard)
 }
 
 // retryHooks passes the hooks the retry layer uses; Check has already run inside the attempt.
@@ -448,7 +483,7 @@ func breakerAroundRetry[T any, F caller[T]](ctx context.Context, p *Pipeline, f 
 		}
 	}()
 	v, err = retry.CallWith(ctx, p.retry, func(ctx context.Context) (T, error) {
-		return attempt(ctx, p, f, h, false)
+		return hedged(ctx, p, f, h, false)
 	}, retryHooks(h))
 	completed = true
 	permit.Done(err)

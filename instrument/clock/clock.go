@@ -25,6 +25,46 @@ type Timer interface {
 	Stop() bool
 }
 
+// AfterFuncer is implemented by clocks that call a function once d has passed without a goroutine
+// waiting for it, like time.AfterFunc ([Real] and [Fake] do). The returned timer's C is nil; Stop
+// reports whether it kept f from being called. [AfterFunc] falls back to a goroutine and a timer
+// for clocks without it.
+type AfterFuncer interface {
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// AfterFunc calls f in its own goroutine once d has passed on c, and returns a timer whose Stop
+// cancels the call.
+func AfterFunc(c Clock, d time.Duration, f func()) Timer {
+	if a, ok := c.(AfterFuncer); ok {
+		return a.AfterFunc(d, f)
+	}
+	t := &goTimer{t: c.NewTimer(d), stop: make(chan struct{})}
+	go func() {
+		select {
+		case <-t.t.C():
+			f()
+		case <-t.stop:
+		}
+	}()
+	return t
+}
+
+// goTimer is AfterFunc's timer for clocks that are not AfterFuncers.
+type goTimer struct {
+	t    Timer
+	once sync.Once
+	stop chan struct{}
+}
+
+func (t *goTimer) C() <-chan time.Time { return nil }
+
+func (t *goTimer) Stop() bool {
+	stopped := t.t.Stop()
+	t.once.Do(func() { close(t.stop) })
+	return stopped
+}
+
 // Real is the wall clock. Its zero value is ready to use.
 type Real struct{}
 
@@ -33,6 +73,9 @@ func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer returns a time.Timer.
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// AfterFunc returns time.AfterFunc(d, f).
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return realTimer{time.AfterFunc(d, f)} }
 
 type realTimer struct{ t *time.Timer }
 
@@ -83,6 +126,22 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return t
 }
 
+// AfterFunc calls f in a goroutine of its own when the fake time reaches Now()+d (at once for
+// d ≤ 0).
+func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTimer{f: f, at: f.now.Add(d), fn: fn}
+	if d <= 0 {
+		t.fired = true
+		go fn()
+		return t
+	}
+	f.timers = append(f.timers, t)
+	f.notify()
+	return t
+}
+
 // Advance moves the fake time forward by d and fires every timer that is due, in deadline order.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
@@ -93,7 +152,11 @@ func (f *Fake) Advance(d time.Duration) {
 	for _, t := range f.timers {
 		if !t.at.After(f.now) {
 			t.fired = true
-			t.c <- t.at
+			if t.fn != nil {
+				go t.fn()
+			} else {
+				t.c <- t.at
+			}
 			continue
 		}
 		kept = append(kept, t)
@@ -145,7 +208,8 @@ func (f *Fake) notify() {
 type fakeTimer struct {
 	f     *Fake
 	at    time.Time
-	c     chan time.Time
+	c     chan time.Time // nil for AfterFunc timers
+	fn    func()         // AfterFunc's function, else nil
 	fired bool
 }
 

@@ -103,6 +103,9 @@ func WithRegistry(reg *instrument.Registry) Option {
 // Retry.Idempotent, when true, declares every method idempotent.
 func WithPipeline(cfg instrument.PipelineConfig) Option {
 	return func(ic *Interceptor) error {
+		if cfg.Hedge != nil { // the transport's per-call state is not yet safe for concurrent attempts
+			return optionError("WithPipeline", "Hedge", "hedging is not supported by this adapter yet: hedge calls with package hedge around the client")
+		}
 		ic.cfg = cfg
 		return nil
 	}

@@ -151,6 +151,9 @@ func WithRegistry(reg *instrument.Registry) Option {
 // layer's, the retry's MaxDuration) until it is closed.
 func WithPipeline(cfg instrument.PipelineConfig) Option {
 	return func(t *Transport) error {
+		if cfg.Hedge != nil { // the transport's per-call state is not yet safe for concurrent attempts
+			return optionError("WithPipeline", "Hedge", "hedging is not supported by this adapter yet: hedge calls with package hedge around the client")
+		}
 		t.cfg = cfg
 		return nil
 	}

@@ -142,6 +142,16 @@ func (b *budget) deposit() {
 // tryRetry takes a token for one retry, or a slot of the per-second floor when no token is left.
 // It reports false — and counts a denial — when neither is available.
 func (b *budget) tryRetry() bool {
+	if b.take() {
+		return true
+	}
+	b.denied.Add(1)
+	return false
+}
+
+// take takes a token, or a slot of the per-second floor when no token is left, and reports
+// whether it got one. It counts nothing.
+func (b *budget) take() bool {
 	now := b.clk.Now()
 	ns := now.UnixNano()
 	b.mu.Lock()
@@ -163,7 +173,6 @@ func (b *budget) tryRetry() bool {
 		}
 	}
 	b.mu.Unlock()
-	b.denied.Add(1)
 	return false
 }
 

@@ -53,6 +53,7 @@ type Registry struct {
 	maxNames int
 	hub      *events.Hub
 	families sync.Map // catalog.Primitive → *family[T]
+	idle     idlePolicy
 }
 
 // ConfigError is the error of an invalid registry option or pipeline configuration:
@@ -118,7 +119,7 @@ func familyOf[T any](r *Registry, kind catalog.Primitive) *family[T] {
 	if f, ok := r.families.Load(kind); ok {
 		return f.(*family[T])
 	}
-	f, _ := r.families.LoadOrStore(kind, &family[T]{kind: kind, limit: r.maxNames, byName: map[string]T{}})
+	f, _ := r.families.LoadOrStore(kind, &family[T]{kind: kind, limit: r.maxNames, byName: map[string]T{}, idle: r.idle})
 	return f.(*family[T])
 }
 
@@ -133,6 +134,12 @@ type family[T any] struct {
 	snapshot atomic.Pointer[[]Named[T]]
 
 	overflow atomic.Uint64
+
+	// Idle eviction (registry_evict.go); idle.ttl == 0: off, and marks stays nil.
+	idle      idlePolicy
+	marks     map[string]*mark // one per named entry (not the overflow instance)
+	nextSweep int64            // clock ns of the next due sweep
+	evicted   atomic.Uint64
 }
 
 // Named is a primitive with its registry name.
@@ -147,6 +154,9 @@ type Named[T any] struct {
 func (f *family[T]) get(name string, create func(name string) (T, error)) (T, error) {
 	f.mu.RLock()
 	v, ok := f.byName[name]
+	if ok && f.marks != nil {
+		f.touch(name)
+	}
 	f.mu.RUnlock()
 	if ok {
 		return v, nil
@@ -159,8 +169,10 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if v, ok := f.byName[name]; ok {
+		f.touch(name)
 		return v, nil
 	}
+	f.sweepIfDue()
 	key := name
 	if f.named >= f.limit || name == catalog.OverflowName {
 		f.overflow.Add(1)
@@ -177,6 +189,7 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	f.byName[key] = v
 	if key != catalog.OverflowName {
 		f.named++
+		f.marked(key)
 	}
 	f.publish(key, v)
 	return v, nil
@@ -200,6 +213,7 @@ func (f *family[T]) publish(name string, v T) {
 // all returns the family's primitives sorted by name, without locking. The slice must not be
 // modified.
 func (f *family[T]) all() []Named[T] {
+	f.trySweep()
 	if s := f.snapshot.Load(); s != nil {
 		return *s
 	}

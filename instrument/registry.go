@@ -28,7 +28,7 @@ package instrument
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,6 +132,7 @@ type family[T any] struct {
 	byName   map[string]T // includes the overflow instance once created
 	named    int          // entries counted against limit
 	snapshot atomic.Pointer[[]Named[T]]
+	dirty    atomic.Bool // byName changed since snapshot was built
 
 	overflow atomic.Uint64
 
@@ -195,29 +196,37 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	return v, nil
 }
 
-// publish inserts (name, v) into a copy of the sorted snapshot that all() hands out, so readers
-// never lock and never see a partial update. Called with mu held.
-func (f *family[T]) publish(name string, v T) {
-	var cur []Named[T]
-	if s := f.snapshot.Load(); s != nil {
-		cur = *s
-	}
-	i := sort.Search(len(cur), func(i int) bool { return cur[i].Name >= name })
-	next := make([]Named[T], 0, len(cur)+1)
-	next = append(next, cur[:i]...)
-	next = append(next, Named[T]{Name: name, Value: v})
-	next = append(next, cur[i:]...)
-	f.snapshot.Store(&next)
-}
+// publish makes (name, v) visible to all(). Called with mu held. The sorted snapshot that all()
+// hands out is rebuilt by the next all(), once for any number of names created since: creating
+// a name costs a map insert, not a copy of every name (which, under key churn, would make each
+// new key cost O(names)).
+func (f *family[T]) publish(string, T) { f.dirty.Store(true) }
 
-// all returns the family's primitives sorted by name, without locking. The slice must not be
-// modified.
+// all returns the family's primitives sorted by name, without locking unless names were
+// created or evicted since the last call. The slice must not be modified.
 func (f *family[T]) all() []Named[T] {
 	f.trySweep()
-	if s := f.snapshot.Load(); s != nil {
-		return *s
+	if f.dirty.Load() {
+		f.mu.Lock()
+		f.rebuild()
+		f.mu.Unlock()
 	}
-	return nil
+	return f.all0()
+}
+
+// rebuild replaces the snapshot by the sorted entries of byName when dirty. Called with mu
+// held; readers of the old snapshot keep it.
+func (f *family[T]) rebuild() {
+	if !f.dirty.Load() {
+		return
+	}
+	next := make([]Named[T], 0, len(f.byName))
+	for name, v := range f.byName {
+		next = append(next, Named[T]{Name: name, Value: v})
+	}
+	slices.SortFunc(next, func(a, b Named[T]) int { return strings.Compare(a.Name, b.Name) })
+	f.snapshot.Store(&next)
+	f.dirty.Store(false)
 }
 
 func (f *family[T]) overflowed() uint64 { return f.overflow.Load() }

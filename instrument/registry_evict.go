@@ -37,12 +37,13 @@ import (
 // SweepDivisor sets how often an idle-evicting registry sweeps: at most once per TTL/SweepDivisor.
 // A primitive last used at t is therefore gone by t + TTL + 2·TTL/SweepDivisor at the latest
 // (provided names are created or listed that often), and never before t + TTL.
-const SweepDivisor = 8
+const SweepDivisor = 4
 
 // idlePolicy is a registry's idle eviction setting; ttl 0 is off.
 type idlePolicy struct {
-	ttl int64 // ns
-	clk clock.Clock
+	ttl   int64 // ns
+	clk   clock.Clock
+	total *atomic.Uint64 // evictions of every kind (Registry.Evictions)
 }
 
 // WithIdleTTL makes the registry evict primitives idle for at least ttl (ttl > 0), reading time
@@ -60,7 +61,7 @@ func WithIdleTTL(ttl time.Duration, clk clock.Clock) RegistryOption {
 		if ttl <= 0 {
 			return &ConfigError{Primitive: string(catalog.Registry), Field: "IdleTTL", Value: ttl, Reason: "must be positive"}
 		}
-		r.idle = idlePolicy{ttl: int64(ttl), clk: clock.Or(clk)}
+		r.idle = idlePolicy{ttl: int64(ttl), clk: clock.Or(clk), total: new(atomic.Uint64)}
 		return nil
 	}
 }
@@ -78,14 +79,12 @@ func (r *Registry) Evicted(kind catalog.Primitive) uint64 {
 }
 
 // Evictions returns how many primitives of every kind idle eviction removed: a number that
-// changes whenever a primitive is evicted, for caches of primitives to check.
+// changes whenever a primitive is evicted, for caches of primitives to check (one atomic load).
 func (r *Registry) Evictions() uint64 {
-	var n uint64
-	r.families.Range(func(_, f any) bool {
-		n += f.(sweeper).evictedCount()
-		return true
-	})
-	return n
+	if r.idle.total == nil {
+		return 0
+	}
+	return r.idle.total.Load()
 }
 
 // EvictIdle sweeps every primitive kind now, whether a sweep is due or not, and returns how
@@ -167,7 +166,7 @@ func (f *family[T]) sweepIfDue() {
 // sweep evicts the idle entries and returns how many. Called with mu held.
 func (f *family[T]) sweep(now int64) int {
 	atomic.StoreInt64(&f.nextSweep, now+f.idle.ttl/SweepDivisor)
-	var gone map[string]bool
+	gone := 0
 	for name, m := range f.marks {
 		act, keep := probe(f.byName[name])
 		if keep || act != m.act || m.touched.Load() {
@@ -178,27 +177,17 @@ func (f *family[T]) sweep(now int64) int {
 		if now-m.seen < f.idle.ttl {
 			continue
 		}
-		if gone == nil {
-			gone = map[string]bool{}
-		}
-		gone[name] = true
+		gone++
 		delete(f.marks, name)
 		delete(f.byName, name)
 		f.named--
 	}
-	if len(gone) == 0 {
-		return 0
+	if gone > 0 {
+		f.evicted.Add(uint64(gone))
+		f.idle.total.Add(uint64(gone))
+		f.dirty.Store(true)
 	}
-	f.evicted.Add(uint64(len(gone)))
-	cur := f.all0()
-	next := make([]Named[T], 0, len(cur)-len(gone))
-	for _, e := range cur {
-		if !gone[e.Name] {
-			next = append(next, e)
-		}
-	}
-	f.snapshot.Store(&next)
-	return len(gone)
+	return gone
 }
 
 // all0 is all without a sweep.
@@ -232,14 +221,8 @@ func probe(v any) (activity uint64, keep bool) {
 }
 
 func breakerProbe(b *breaker.Breaker) (uint64, bool) {
-	sn := b.Snapshot()
-	act := sum(sn.Calls[:]) + sn.NotPermitted
-	for i := range sn.Transitions {
-		act += sum(sn.Transitions[i][:])
-	}
-	keep := sn.State != catalog.StateClosed || sn.StoredState != catalog.StateClosed ||
-		sn.WindowFailures > 0 || sn.WindowSlow > 0
-	return act, keep
+	act, settled := b.Activity()
+	return act, !settled
 }
 
 func sum(xs []uint64) uint64 {

@@ -314,6 +314,10 @@ var (
 	RegistryOverflow = Metric{Registry, "overflow_total", Counter,
 		"Names refused by the registry's cardinality guard; their calls share the _overflow instance.",
 		UnitNone, []Label{{LabelPrimitive, primitiveStrings()}}, nil}
+
+	RegistryEvicted = Metric{Registry, "evicted_total", Counter,
+		"Primitives the registry's idle eviction removed; their series are gone from the next scrape.",
+		UnitNone, []Label{{LabelPrimitive, primitiveStrings()}}, nil}
 )
 
 func primitiveStrings() []string {
@@ -335,6 +339,7 @@ func All() []Metric {
 		TimeoutCalls,
 		FallbackCalls,
 		RegistryOverflow,
+		RegistryEvicted,
 	}, append(limitMetrics(), hedgeMetrics()...)...)
 }
 

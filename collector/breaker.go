@@ -338,11 +338,14 @@ type labelBox struct {
 // breakers not seen before. The result is cached for as long as the registry hands out the
 // same snapshot.
 func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*breakerSeries {
-	if len(list) == 0 {
-		return nil
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(list) == 0 {
+		if len(p.series) > 0 { // every breaker evicted
+			p.series, p.alignedFor, p.aligned = map[*breaker.Breaker]*breakerSeries{}, nil, nil
+		}
+		return nil
+	}
 	if len(p.alignedFor) == len(list) && &p.alignedFor[0] == &list[0] {
 		return p.aligned
 	}
@@ -354,6 +357,15 @@ func (p *breakerPart) seriesFor(list []instrument.Named[*breaker.Breaker]) []*br
 			p.series[nb.Value] = s
 		}
 		out[i] = s
+	}
+	if len(p.series) > len(list) {
+		// Breakers left the registry (idle eviction): forget their series, so that a
+		// breaker re-created under the name starts afresh and nothing evicted stays reachable.
+		kept := make(map[*breaker.Breaker]*breakerSeries, len(list))
+		for i, nb := range list {
+			kept[nb.Value] = out[i]
+		}
+		p.series = kept
 	}
 	p.alignedFor, p.aligned = list, out
 	return out

@@ -171,21 +171,29 @@ func (c *Collector) desc(m catalog.Metric) *prometheus.Desc {
 	return prometheus.NewDesc(m.FullName(c.namespace), m.Help, m.LabelNames(), nil)
 }
 
-// overflowPart exports resilience_registry_overflow_total{primitive}.
+// overflowPart exports resilience_registry_overflow_total{primitive} and
+// resilience_registry_evicted_total{primitive} (0 unless idle eviction is on).
 type overflowPart struct {
-	reg  *instrument.Registry
-	desc *prometheus.Desc
+	reg           *instrument.Registry
+	desc, evicted *prometheus.Desc
 }
 
 func newOverflowPart(c *Collector) *overflowPart {
-	return &overflowPart{reg: c.reg, desc: c.desc(catalog.RegistryOverflow)}
+	return &overflowPart{reg: c.reg, desc: c.desc(catalog.RegistryOverflow), evicted: c.desc(catalog.RegistryEvicted)}
 }
 
-func (p *overflowPart) describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+func (p *overflowPart) describe(ch chan<- *prometheus.Desc) {
+	ch <- p.desc
+	ch <- p.evicted
+}
 
 func (p *overflowPart) collect(ch chan<- prometheus.Metric) {
 	for _, prim := range catalog.Primitives {
 		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.CounterValue,
 			float64(p.reg.OverflowCount(prim)), string(prim))
+	}
+	for _, prim := range catalog.Primitives {
+		ch <- prometheus.MustNewConstMetric(p.evicted, prometheus.CounterValue,
+			float64(p.reg.Evicted(prim)), string(prim))
 	}
 }

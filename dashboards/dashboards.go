@@ -227,7 +227,7 @@ func overview(r resolved) (dashboard.Dashboard, error) {
 	for _, s := range overviewStats(q, r.groupBy) {
 		b = b.WithPanel(s.build())
 	}
-	b = addRows(b, v.breakerRow(r, true, depUID), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow(), v.limitRow())
+	b = addRows(b, v.breakerRow(r, true, depUID), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow(), v.limitRow(), v.hedgeRow())
 	return b.Build()
 }
 
@@ -251,7 +251,7 @@ func dependency(r resolved) (dashboard.Dashboard, error) {
 	for _, s := range dependencyStats(q) {
 		b = b.WithPanel(s.build())
 	}
-	b = addRows(b, v.breakerRow(r, false, ""), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow(), v.limitRow())
+	b = addRows(b, v.breakerRow(r, false, ""), v.retryRow(), v.bulkheadRow(), v.fallbackRow(), v.timeoutRow(), v.limitRow(), v.hedgeRow())
 	return b.Build()
 }
 

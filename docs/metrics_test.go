@@ -226,6 +226,14 @@ var metricSeries = map[string]seriesFunc{
 		}
 		return out
 	},
+	// 0 unless the registry evicts idle primitives (instrument.WithIdleTTL).
+	catalog.RegistryEvicted.FullName(""): func(collector.Policy, *history) []string {
+		out := make([]string, len(catalog.Primitives))
+		for i, p := range catalog.Primitives {
+			out[i] = string(p)
+		}
+		return out
+	},
 }
 
 // presence says when a series exists.

@@ -30,7 +30,7 @@
 package instrument
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +54,7 @@ type Registry struct {
 	maxNames int
 	hub      *events.Hub
 	families sync.Map // catalog.Primitive → *family[T]
+	idle     idlePolicy
 }
 
 // RegistryOption configures a Registry.
@@ -114,7 +115,7 @@ func familyOf[T any](r *Registry, kind catalog.Primitive) *family[T] {
 	if f, ok := r.families.Load(kind); ok {
 		return f.(*family[T])
 	}
-	f, _ := r.families.LoadOrStore(kind, &family[T]{kind: kind, limit: r.maxNames, byName: map[string]T{}})
+	f, _ := r.families.LoadOrStore(kind, &family[T]{kind: kind, limit: r.maxNames, byName: map[string]T{}, idle: r.idle})
 	return f.(*family[T])
 }
 
@@ -127,8 +128,15 @@ type family[T any] struct {
 	byName   map[string]T // includes the overflow instance once created
 	named    int          // entries counted against limit
 	snapshot atomic.Pointer[[]Named[T]]
+	dirty    atomic.Bool // byName changed since snapshot was built
 
 	overflow atomic.Uint64
+
+	// Idle eviction (registry_evict.go); idle.ttl == 0: off, and marks stays nil.
+	idle      idlePolicy
+	marks     map[string]*mark // one per named entry (not the overflow instance)
+	nextSweep int64            // clock ns of the next due sweep
+	evicted   atomic.Uint64
 }
 
 // Named is a primitive with its registry name.
@@ -143,6 +151,9 @@ type Named[T any] struct {
 func (f *family[T]) get(name string, create func(name string) (T, error)) (T, error) {
 	f.mu.RLock()
 	v, ok := f.byName[name]
+	if ok && f.marks != nil {
+		f.touch(name)
+	}
 	f.mu.RUnlock()
 	if ok {
 		return v, nil
@@ -155,8 +166,10 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if v, ok := f.byName[name]; ok {
+		f.touch(name)
 		return v, nil
 	}
+	f.sweepIfDue()
 	key := name
 	if f.named >= f.limit { // (OverflowName itself is refused by checkName)
 		f.overflow.Add(1)
@@ -173,33 +186,43 @@ func (f *family[T]) get(name string, create func(name string) (T, error)) (T, er
 	f.byName[key] = v
 	if key != catalog.OverflowName {
 		f.named++
+		f.marked(key)
 	}
 	f.publish(key, v)
 	return v, nil
 }
 
-// publish inserts (name, v) into a copy of the sorted snapshot that all() hands out, so readers
-// never lock and never see a partial update. Called with mu held.
-func (f *family[T]) publish(name string, v T) {
-	var cur []Named[T]
-	if s := f.snapshot.Load(); s != nil {
-		cur = *s
+// publish makes (name, v) visible to all(). Called with mu held. The sorted snapshot that all()
+// hands out is rebuilt by the next all(), once for any number of names created since: creating
+// a name costs a map insert, not a copy of every name (which, under key churn, would make each
+// new key cost O(names)).
+func (f *family[T]) publish(string, T) { f.dirty.Store(true) }
+
+// all returns the family's primitives sorted by name, without locking unless names were
+// created or evicted since the last call. The slice must not be modified.
+func (f *family[T]) all() []Named[T] {
+	f.trySweep()
+	if f.dirty.Load() {
+		f.mu.Lock()
+		f.rebuild()
+		f.mu.Unlock()
 	}
-	i := sort.Search(len(cur), func(i int) bool { return cur[i].Name >= name })
-	next := make([]Named[T], 0, len(cur)+1)
-	next = append(next, cur[:i]...)
-	next = append(next, Named[T]{Name: name, Value: v})
-	next = append(next, cur[i:]...)
-	f.snapshot.Store(&next)
+	return f.all0()
 }
 
-// all returns the family's primitives sorted by name, without locking. The slice must not be
-// modified.
-func (f *family[T]) all() []Named[T] {
-	if s := f.snapshot.Load(); s != nil {
-		return *s
+// rebuild replaces the snapshot by the sorted entries of byName when dirty. Called with mu
+// held; readers of the old snapshot keep it.
+func (f *family[T]) rebuild() {
+	if !f.dirty.Load() {
+		return
 	}
-	return nil
+	next := make([]Named[T], 0, len(f.byName))
+	for name, v := range f.byName {
+		next = append(next, Named[T]{Name: name, Value: v})
+	}
+	slices.SortFunc(next, func(a, b Named[T]) int { return strings.Compare(a.Name, b.Name) })
+	f.snapshot.Store(&next)
+	f.dirty.Store(false)
 }
 
 func (f *family[T]) overflowed() uint64 { return f.overflow.Load() }

@@ -3553,6 +3553,209 @@
             },
             "overrides": []
           }
+        },
+        {
+          "type": "row",
+          "collapsed": false,
+          "title": "Hedged requests",
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 138
+          },
+          "id": 700,
+          "panels": []
+        },
+        {
+          "type": "timeseries",
+          "id": 701,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name) (rate(resilience_hedge_attempts_total{outcome!=\"budget_denied\", job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) / (sum by (job, name) (rate(resilience_hedge_calls_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0)",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}})",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Extra load from hedging",
+          "description": "Hedges that ran per call: (won + lost + cancelled) / calls. The load hedging adds to the dependency; about 1 − the delay's quantile when the delay follows the latency.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 139
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 702,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name, outcome) (rate(resilience_hedge_attempts_total{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}}) {{outcome}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Hedges by outcome",
+          "description": "Hedges per second: won (their answer was the call's), lost (failed), cancelled (another attempt won first), budget_denied (refused by the budget shared with retries; never ran).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 139
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 703,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, name, instance) (resilience_hedge_delay_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{name}} ({{instance}})",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Hedge delay",
+          "description": "The delay after which a call is hedged: fixed, or a recent quantile of first-attempt latencies (0 while it warms up).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 139
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "s",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
         }
       ],
       "templating": {
@@ -6502,6 +6705,209 @@
                 "stacking": {
                   "mode": "normal"
                 },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "row",
+          "collapsed": false,
+          "title": "Hedged requests",
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 130
+          },
+          "id": 700,
+          "panels": []
+        },
+        {
+          "type": "timeseries",
+          "id": 701,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance) (rate(resilience_hedge_attempts_total{outcome!=\"budget_denied\", job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) / (sum by (job, instance) (rate(resilience_hedge_calls_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) > 0)",
+              "instant": false,
+              "legendFormat": "{{instance}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Extra load from hedging",
+          "description": "Hedges that ran per call: (won + lost + cancelled) / calls. The load hedging adds to the dependency; about 1 − the delay's quantile when the delay follows the latency.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 131
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 702,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance, outcome) (rate(resilience_hedge_attempts_total{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))",
+              "instant": false,
+              "legendFormat": "{{instance}} {{outcome}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Hedges by outcome",
+          "description": "Hedges per second: won (their answer was the call's), lost (failed), cancelled (another attempt won first), budget_denied (refused by the budget shared with retries; never ran).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 131
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "ops",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 30,
+                "showPoints": "never",
+                "stacking": {
+                  "mode": "normal"
+                },
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 703,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "max by (job, instance) (resilience_hedge_delay_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"})",
+              "instant": false,
+              "legendFormat": "{{instance}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Hedge delay",
+          "description": "The delay after which a call is hedged: fixed, or a recent quantile of first-attempt latencies (0 while it warms up).",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 131
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "s",
+              "min": 0,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
                 "spanNulls": false
               }
             },

@@ -102,3 +102,25 @@ func (b *Breaker) Snapshot() Snapshot {
 	}
 	return sn
 }
+
+// Activity is what a registry's idle eviction reads of a breaker, cheaply (a few atomic
+// loads, no allocation): a number that moves whenever the breaker completes a call, and
+// whether the breaker is settled — closed, with no failure or slow call in its window — so
+// that replacing it with a fresh breaker would lose nothing that protects its dependency.
+// Rejections and trips need not move the number: they happen only while the breaker is not
+// settled.
+func (b *Breaker) Activity() (n uint64, settled bool) {
+	for k := range b.calls {
+		n += b.calls[k].Load()
+	}
+	e := b.cur.Load()
+	if e.state != catalog.StateClosed || e.win == nil {
+		return n, false
+	}
+	var now int64
+	if e.winTime {
+		now = b.now()
+	}
+	_, fails, slow := e.win.counts(now)
+	return n, fails == 0 && slow == 0
+}

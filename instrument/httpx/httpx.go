@@ -257,8 +257,17 @@ type Transport struct {
 	limit         *limit.Config    // WithLimit
 	throttle      *throttle.Config // WithThrottle
 
-	pipelines sync.Map // key → *instrument.Pipeline, only keys with primitives of their own
+	pipelines sync.Map // key → cachedPipeline, only keys with primitives of their own
 	cached    atomic.Int64
+	evictions atomic.Uint64 // the registry's eviction count the cache was last emptied at
+}
+
+// cachedPipeline is a cached pipeline and the registry's eviction count when it was checked:
+// once the registry has evicted anything since, the pipeline is taken from the registry again
+// (its primitives may be gone, and a fresh set must count the key's calls).
+type cachedPipeline struct {
+	p         *instrument.Pipeline
+	evictions uint64
 }
 
 // NewTransport returns a Transport that sends requests through base (nil: http.DefaultTransport)
@@ -313,8 +322,12 @@ func (t *Transport) Registry() *instrument.Registry { return t.reg }
 // Pipeline returns the pipeline of the dependency called key, creating its primitives on first
 // use.
 func (t *Transport) Pipeline(key string) (*instrument.Pipeline, error) {
-	if p, ok := t.pipelines.Load(key); ok {
-		return p.(*instrument.Pipeline), nil
+	evictions := t.reg.Evictions()
+	if c, ok := t.pipelines.Load(key); ok && c.(cachedPipeline).evictions == evictions {
+		return c.(cachedPipeline).p, nil
+	}
+	if seen := t.evictions.Load(); seen != evictions && t.evictions.CompareAndSwap(seen, evictions) {
+		t.forgetCached(evictions)
 	}
 	// Keys come from traffic (host names, user key functions): sanitise them into valid names
 	// rather than fail the request; the cache stays keyed by the raw key.
@@ -325,12 +338,27 @@ func (t *Transport) Pipeline(key string) (*instrument.Pipeline, error) {
 	// Cache only keys with primitives of their own — at most MaxNames of them. Overflowing keys
 	// go to the registry on every request, so that each refusal is counted.
 	if !p.Overflowed() && t.cached.Load() < int64(t.reg.MaxNames()) {
-		if actual, loaded := t.pipelines.LoadOrStore(key, p); loaded {
-			return actual.(*instrument.Pipeline), nil
+		if actual, loaded := t.pipelines.LoadOrStore(key, cachedPipeline{p, evictions}); !loaded {
+			t.cached.Add(1)
+		} else if actual.(cachedPipeline).evictions == evictions {
+			return actual.(cachedPipeline).p, nil
+		} else {
+			t.pipelines.Store(key, cachedPipeline{p, evictions})
 		}
-		t.cached.Add(1)
 	}
 	return p, nil
+}
+
+// forgetCached empties the cache of the pipelines checked before the registry's latest
+// evictions: their primitives may be gone, and the keys still in use are cached again by
+// their next request.
+func (t *Transport) forgetCached(evictions uint64) {
+	t.pipelines.Range(func(k, v any) bool {
+		if v.(cachedPipeline).evictions != evictions && t.pipelines.CompareAndDelete(k, v) {
+			t.cached.Add(-1)
+		}
+		return true
+	})
 }
 
 // CloseIdleConnections closes the idle connections of the base transport, if it has any.

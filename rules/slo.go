@@ -60,8 +60,11 @@ type SLO struct {
 	// alerts under the same objective.
 	NameRegex string
 	// Objective is the share of calls that must be good, such as 0.999 for 99.9%. It must be
-	// in (MinSLOObjective, 1): below MinSLOObjective the fastest burn rate the workbook pages
-	// on, 14.4 times the error budget, would exceed 100% of calls.
+	// in (MinSLOObjective, MaxSLOObjective]: at MinSLOObjective the fastest burn rate the
+	// workbook pages on, 14.4 times the error budget, is 99% of calls (at 1 − 1/14.4 it would
+	// be all of them); above MaxSLOObjective (99.999%) the error budget is under 26 seconds of
+	// a 30-day period and the minimum-traffic guards need more calls than the generated tests
+	// can replay exactly.
 	Objective float64
 	// Period is the rolling SLO period (the error budget's window); 0 means DefaultSLOPeriod
 	// (30d). The windows of the burn-rate alerts scale with it: at 30d they are the workbook's
@@ -96,8 +99,11 @@ const (
 	// MinSLOPeriod and MaxSLOPeriod bound SLO.Period: at 6d the shortest window is 1m.
 	MinSLOPeriod = 6 * 24 * time.Hour
 	MaxSLOPeriod = 90 * 24 * time.Hour
-	// MinSLOObjective bounds SLO.Objective from below (exclusive): 1 - 1/14.4.
-	MinSLOObjective = 1 - 1/14.4
+	// MinSLOObjective bounds SLO.Objective from below (exclusive): 1 − 0.99/14.4, where the
+	// 14.4× page needs 99% of calls to fail.
+	MinSLOObjective = 1 - 0.99/14.4
+	// MaxSLOObjective bounds SLO.Objective from above (inclusive): 99.999%.
+	MaxSLOObjective = 0.99999
 	// MaxSLOs caps the number of SLOs: each is a rule group of 15 rules.
 	MaxSLOs = 100
 	// MaxSLOIDLength caps SLO.ID, in bytes.
@@ -291,8 +297,11 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 		return nil, fieldErr(sloPath(i, "objective"), o, "want a share of good calls in (0, 1), such as 0.999 for 99.9%%")
 	case o <= MinSLOObjective:
 		return nil, fieldErr(sloPath(i, "objective"), o,
-			"too low for burn-rate alerting: the 14.4× page would need %s of calls to fail (more than all of them); objectives must be above %s",
+			"too low for burn-rate alerting: the 14.4× page would need %s of calls to fail; objectives must be above %s",
 			pct(14.4*(1-o)), pct(MinSLOObjective))
+	case o > MaxSLOObjective:
+		return nil, fieldErr(sloPath(i, "objective"), o,
+			"too high: at most %s (an error budget under 26 seconds a month is not a dependency SLO burn-rate alerts can watch)", pct(MaxSLOObjective))
 	}
 	obj, ok := new(big.Rat).SetString(strconv.FormatFloat(o, 'g', -1, 64))
 	if !ok { // not reached: a finite float's shortest form always parses

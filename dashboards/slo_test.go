@@ -31,7 +31,7 @@ var testSLOs = rules.Config{SLOs: []rules.SLO{
 // and Validate, has one row per SLO with the same panels, unique ids, and every query selects
 // its row's SLO through the variables and the selector.
 func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
-	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `cluster="eu-1"`, TitlePrefix: "Shop", UIDPrefix: strings.Repeat("u", MaxUIDPrefixLen)}} {
+	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `cluster="eu-1"`, TitlePrefix: "Shop", UIDPrefix: strings.Repeat("u", rules.MaxDashboardUIDPrefixLen)}} {
 		rc := testSLOs
 		rc.Namespace, rc.Selector = cfg.Namespace, cfg.Selector
 		infos := sloInfos(t, rc)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -108,6 +109,13 @@ const (
 	MaxSLOs = 100
 	// MaxSLOIDLength caps SLO.ID, in bytes.
 	MaxSLOIDLength = 128
+	// MaxSLONameLength caps SLO.Name, in bytes: the longest name a primitive can have
+	// (instrument.MaxNameLen).
+	MaxSLONameLength = 256
+	// MaxSLONameRegexLength caps SLO.NameRegex, in bytes.
+	MaxSLONameRegexLength = 1024
+	// MaxSLOLabelValueLength caps the values of SLO.Labels, in bytes.
+	MaxSLOLabelValueLength = 1024
 	// MaxSLOMinCalls caps SLO.MinCalls.
 	MaxSLOMinCalls = 1_000_000_000
 	// MaxSLOLabels caps the number of SLO.Labels.
@@ -260,10 +268,16 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 		if !utf8.ValidString(s.Name) {
 			return nil, fieldErr(sloPath(i, "name"), s.Name, "not valid UTF-8")
 		}
+		if len(s.Name) > MaxSLONameLength {
+			return nil, fieldErr(sloPath(i, "name"), s.Name, "%d bytes, at most %d allowed (the longest name a primitive can have)", len(s.Name), MaxSLONameLength)
+		}
 		rs.name = eq(catalog.LabelName, s.Name)
 	default:
 		if !utf8.ValidString(s.NameRegex) {
 			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "not valid UTF-8")
+		}
+		if len(s.NameRegex) > MaxSLONameRegexLength {
+			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "%d bytes, at most %d allowed", len(s.NameRegex), MaxSLONameRegexLength)
 		}
 		if _, err := syntax.Parse(s.NameRegex, syntax.Perl); err != nil {
 			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "not a regular expression: %v", err)
@@ -353,17 +367,16 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 		return nil, fieldErr(sloPath(i, "labels"), nil, "%d labels, at most %d allowed", len(s.Labels), MaxSLOLabels)
 	}
 	for _, k := range sortedKeys(s.Labels) {
-		p := sloPath(i, "labels."+k)
+		p := sloPath(i, "labels."+genconfig.Key(k))
+		if why := genconfig.CheckLabelName(k); why != "" {
+			return nil, fieldErr(p, nil, "%s", why)
+		}
 		switch {
-		case !selector.ValidLabelName(k):
-			return nil, fieldErr(p, nil, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", k)
-		case strings.HasPrefix(k, "__"):
-			return nil, fieldErr(p, nil, "%q is reserved (label names starting with __ are internal)", k)
 		case k == LabelSLO || k == LabelLongWindow || k == LabelShortWindow || k == labelSeverity || k == model.AlertNameLabel ||
 			k == labelInstance || slices.Contains(r.groupBy, k) || selector.ReservedLabel(k):
 			return nil, fieldErr(p, nil, "%q is a label the alerts already carry (set page_severity or ticket_severity for the severity)", k)
 		}
-		if err := checkSLOText(s.Labels[k], 1024); err != nil && s.Labels[k] != "" {
+		if err := checkSLOText(s.Labels[k], MaxSLOLabelValueLength); err != nil && s.Labels[k] != "" {
 			return nil, fieldErr(p, s.Labels[k], "%v", err)
 		}
 	}
@@ -746,7 +759,7 @@ func (r *resolved) burnRule(s *resolvedSLO, b resolvedBurn) Rule {
 const SLODashboardUID = DefaultDashboardUIDPrefix + sloDashboardSuffix
 
 // sloDashboardSuffix ends the SLOs dashboard's uid.
-const sloDashboardSuffix = "-slos"
+const sloDashboardSuffix = genconfig.SLOsSuffix
 
 // sloDashboardURL is the dashboard_url annotation of the burn-rate alerts: the SLOs dashboard
 // under base (the Grafana base URL, as template text or expanded; "" for Grafana's root) with

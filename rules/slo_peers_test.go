@@ -26,7 +26,7 @@ var sloPeerConfigs = map[string]Config{
 // sloObjectiveConfigs are one SLO at each end of the accepted objectives and between.
 func sloObjectiveConfigs() map[string]Config {
 	out := map[string]Config{}
-	for _, o := range []float64{MinSLOObjective + 1e-6, 0.95, 0.99, 0.999, 0.9999, 0.99995, MaxSLOObjective} {
+	for _, o := range []float64{MinSLOObjective + 1e-6, 0.99, 0.9999, MaxSLOObjective} {
 		out[fmt.Sprintf("objective %v", o)] = Config{SLOs: []SLO{{Name: "dep", Objective: o}}}
 	}
 	out["max objective, 1e9 calls guard, 6d"] = Config{SLOs: []SLO{{Name: "dep", Objective: MaxSLOObjective, MinCalls: MaxSLOMinCalls, Period: MinSLOPeriod}}}
@@ -43,7 +43,6 @@ func TestSLOTestsPassWithPeersAndEveryObjective(t *testing.T) {
 	}
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
 			dir := t.TempDir()
 			rulesYAML, err := GenerateSLORulesPrometheus(cfg)
 			require.NoError(t, err)

@@ -160,6 +160,10 @@ func (cfg Config) resolve() (resolved, error) {
 	if r.selector, err = genconfig.Selector(primitive, cfg.Selector); err != nil {
 		return resolved{}, err
 	}
+	// The rules aggregate by group_by and the selector's labels: the same bound for both.
+	if _, err := genconfig.Aggregation(primitive, r.groupBy, r.selector, cfg.Selector); err != nil {
+		return resolved{}, err
+	}
 	return r, nil
 }
 

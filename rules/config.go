@@ -271,12 +271,9 @@ func (r *resolved) resolveShared(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r.groupBy = slices.Clone(gb)
 	r.dashVars = slices.Clone(gb)
-	for _, m := range r.matchers {
-		if !slices.Contains(r.groupBy, m.Name) && m.Name != labelInstance {
-			r.groupBy = append(r.groupBy, m.Name)
-		}
+	if r.groupBy, err = genconfig.Aggregation(primitive, gb, r.matchers, cfg.Selector); err != nil {
+		return err
 	}
 	if r.dashUIDPrefix, err = genconfig.UIDPrefix(primitive, cfg.DashboardUIDPrefix); err != nil {
 		return err

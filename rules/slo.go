@@ -105,8 +105,12 @@ const (
 	MinSLOObjective = 1 - 0.99/14.4
 	// MaxSLOObjective bounds SLO.Objective from above (inclusive): 99.999%.
 	MaxSLOObjective = 0.99999
-	// MaxSLOs caps the number of SLOs: each is a rule group of 15 rules.
-	MaxSLOs = 100
+	// MaxSLOs caps the number of SLOs of one config. Each is a rule group of 15 rules, and
+	// its generated promtool tests evaluate every SLO's rules: their run time grows with the
+	// square of the SLO count, and 4 SLOs of a 90-day period keep `promtool test rules` within
+	// a minute. Generate larger sets from several configs (distinct ids) into separate
+	// directories.
+	MaxSLOs = 4
 	// MaxSLOIDLength caps SLO.ID, in bytes.
 	MaxSLOIDLength = 128
 	// MaxSLONameLength caps SLO.Name, in bytes: the longest name a primitive can have

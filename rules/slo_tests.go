@@ -311,21 +311,27 @@ func allBurns(resolvedBurn) bool    { return true }
 func pageBurns(b resolvedBurn) bool { return b.Page }
 
 // settle returns an evaluation at or after k (at most 10 later, and before the end) whose
-// outcome is certain, or -1.
+// outcome is certain, or -1. It prefers one where the peers' outcomes are certain too; failing
+// that, one where this SLO's is (render leaves a check out where a peer's is not).
 func (sim *sloSim) settle(k int) int {
-	for j := k; j < sim.evals() && j <= k+10; j++ {
-		if sim.certain(j) {
-			return j
+	for _, certain := range []func(int) bool{sim.certain, sim.certainAlone} {
+		for j := k; j < sim.evals() && j <= k+10; j++ {
+			if certain(j) {
+				return j
+			}
 		}
 	}
 	return -1
 }
 
-// settleBefore returns the last certain evaluation at or before k and after floor, or -1.
+// settleBefore returns the last certain evaluation at or before k and after floor, or -1, with
+// settle's preference.
 func (sim *sloSim) settleBefore(k, floor int) int {
-	for j := k; j > floor; j-- {
-		if sim.certain(j) {
-			return j
+	for _, certain := range []func(int) bool{sim.certain, sim.certainAlone} {
+		for j := k; j > floor; j-- {
+			if certain(j) {
+				return j
+			}
 		}
 	}
 	return -1

@@ -268,3 +268,24 @@ const (
 	OverviewSuffix = "-overview"
 	SLOsSuffix     = "-slos"
 )
+
+// MaxAggregationLabels caps the labels the rules' aggregations keep: group_by (with name) and
+// the selector's other labels (but instance). Each is spelled in every recorded series' name.
+const MaxAggregationLabels = 24
+
+// Aggregation returns the labels the rules' aggregations keep: gb (resolved by GroupBy) and
+// the labels of the selector's matchers not among them (but instance), at most
+// MaxAggregationLabels.
+func Aggregation(primitive string, gb []string, ms selector.Matchers, sel string) ([]string, error) {
+	out := slices.Clone(gb)
+	for _, m := range ms {
+		if !slices.Contains(out, m.Name) && m.Name != LabelInstance {
+			out = append(out, m.Name)
+		}
+	}
+	if len(out) > MaxAggregationLabels {
+		return nil, configErr(primitive, "selector", sel, "%d labels besides group_by's %d: the aggregations keep group_by's and the selector's labels, at most %d in all",
+			len(out)-len(gb), len(gb), MaxAggregationLabels)
+	}
+	return out, nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/escape"
 	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
@@ -218,7 +219,7 @@ type resolved struct {
 	format      Format
 	alerts      map[string]settings
 	titlePrefix string        // of the dashboards' titles
-	dashboard   string        // title of the Overview dashboard
+	dashboard   string        // title of the Overview dashboard, Markdown-escaped (the runbooks')
 	rateWindow  time.Duration // window of the recorded rates
 	// grafanaBase is GrafanaBaseURL without a trailing slash ("" for none), dependencyUID the
 	// uid of the Dependency dashboard, and dashVars the labels that are variables of it besides
@@ -231,7 +232,8 @@ type resolved struct {
 }
 
 // dependencyTitle is the title of the Dependency dashboard.
-func (r *resolved) dependencyTitle() string { return r.titlePrefix + " / Dependency" }
+// dependencyTitle is the title of the Dependency dashboard, for the runbooks: Markdown-escaped.
+func (r *resolved) dependencyTitle() string { return escape.Markdown(r.titlePrefix) + " / Dependency" }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
 func (cfg Config) Validate() error {
@@ -282,7 +284,7 @@ func (r *resolved) resolveShared(cfg Config) error {
 	if r.titlePrefix, err = genconfig.TitlePrefix(primitive, cfg.DashboardTitlePrefix); err != nil {
 		return err
 	}
-	r.dashboard = r.titlePrefix + " / Overview"
+	r.dashboard = escape.Markdown(r.titlePrefix) + " / Overview"
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/escape"
 	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
@@ -301,6 +302,9 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 	if rs.ID == "" {
 		rs.ID = s.Name
 	}
+	if err := grafanaSafe(i, s); err != nil {
+		return nil, err
+	}
 	if err := checkSLOText(rs.ID, MaxSLOIDLength); err != nil {
 		field := "id"
 		if s.ID == "" {
@@ -414,6 +418,17 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 		rs.burns = append(rs.burns, rb)
 	}
 	return rs, nil
+}
+
+// grafanaSafe refuses Grafana variable syntax in the SLO's id, name and name_regex, which the
+// SLOs dashboard puts in its queries and titles: Grafana would substitute it.
+func grafanaSafe(i int, s SLO) error {
+	for _, f := range []struct{ field, v string }{{"id", s.ID}, {"name", s.Name}, {"name_regex", s.NameRegex}} {
+		if v := escape.GrafanaVariable(f.v); v != "" {
+			return fieldErr(sloPath(i, f.field), f.v, "holds %s, %s", genconfig.Quote(v), genconfig.NoGrafanaVariables)
+		}
+	}
+	return nil
 }
 
 // checkSLOText accepts printable UTF-8 of at most max bytes, without surrounding white space.

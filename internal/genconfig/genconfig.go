@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/escape"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -50,6 +51,10 @@ const (
 	LabelJob      = "job"
 	LabelInstance = "instance"
 )
+
+// NoGrafanaVariables ends the errors about Grafana variable syntax in a string that reaches a
+// dashboard: Grafana has no escape for it.
+const NoGrafanaVariables = "which Grafana would replace with a variable's value in the dashboards ($name, ${name}, [[name]]; Grafana has no escape for them)"
 
 // Fields of the stormwatch config file the errors of this package name.
 const (
@@ -231,6 +236,9 @@ func TitlePrefix(primitive, s string) (string, error) {
 			return "", configErr(primitive, FieldTitlePrefix, s, "control character %q", r)
 		}
 	}
+	if v := escape.GrafanaVariable(s); v != "" {
+		return "", configErr(primitive, FieldTitlePrefix, s, "holds %s, %s", Quote(v), NoGrafanaVariables)
+	}
 	return s, nil
 }
 
@@ -244,6 +252,9 @@ func Selector(primitive, s string) (selector.Matchers, error) {
 	for _, m := range ms {
 		if len(m.Name) > MaxLabelNameLen {
 			return nil, configErr(primitive, "selector", s, "label name %s is %d bytes long, at most %d allowed", Quote(m.Name), len(m.Name), MaxLabelNameLen)
+		}
+		if v := escape.GrafanaVariable(m.Value); v != "" {
+			return nil, configErr(primitive, "selector", s, "the value of %s holds %s, %s", m.Name, Quote(v), NoGrafanaVariables)
 		}
 	}
 	return ms, nil

@@ -131,10 +131,10 @@ func TestRunbooksEscapeHostileNames(t *testing.T) {
 		for _, bad := range []string{"<b>", "<i>", "](javascript", "**MARK", "**bold", "\n# MARK", " # `"} {
 			assert.NotContains(t, text, bad, f.Path)
 		}
-		sawTitle = sawTitle || strings.Contains(text, `\<b\>MARK\<\/b\> \*\*bold\*\* \[l\]\(javascript\:alert\(1\)\) \# \`+"`c\\`")
+		sawTitle = sawTitle || strings.Contains(text, `\<b\>MARK\</b\> \*\*bold\*\* \[l\]\(javascript:alert\(1\)\) \# \`+"`c\\`")
 		if strings.Contains(f.Path, AlertErrorBudgetBurn) {
 			sawID = true
-			assert.Contains(t, text, `### \*\*MARK\*\* \<i\>x\<\/i\> \[l\]\(javascript\:y\)`)
+			assert.Contains(t, text, `### \*\*MARK\*\* \<i\>x\</i\> \[l\]\(javascript:y\)`)
 			assert.Contains(t, text, "### \\# MARK")
 			assert.Contains(t, text, "Dependency ```a`b``c```;")
 			assert.Contains(t, text, "every name matching `` p|`q` ``;")

@@ -14,19 +14,20 @@ import (
 	"strings"
 )
 
-// Markdown escapes s for Markdown text (CommonMark and GitHub's): every ASCII punctuation
-// character gets a backslash, so that no heading, emphasis, link, image, autolink, HTML tag,
-// code span, table cell or list marker can start inside s; line breaks become spaces, so that
-// s stays inside its paragraph or heading. The result renders as s's text (invalid UTF-8 as
-// U+FFFD).
+// Markdown escapes s for Markdown text (CommonMark and GitHub's) in the middle of a line: the
+// characters that open or close inline constructs and HTML — \ ` * _ [ ] ( ) < > # ! | ~ & { }
+// — get a backslash, and so do - + = at the start (list, heading underline), so that no
+// heading, emphasis, link, image, autolink, HTML tag or entity, code span, table cell or
+// strikethrough can start inside s; line breaks become spaces, so that s stays inside its
+// paragraph or heading. The result renders as s's text (invalid UTF-8 as U+FFFD).
 func Markdown(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/4)
-	for _, r := range s {
+	for i, r := range s {
 		switch {
 		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
 			b.WriteByte(' ')
-		case r < 0x80 && isPunct(byte(r)):
+		case r < 0x80 && (Special(byte(r)) || i == 0 && strings.ContainsRune("-+=", r)):
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:
@@ -35,6 +36,9 @@ func Markdown(s string) string {
 	}
 	return b.String()
 }
+
+// Special reports whether Markdown escapes c wherever it is.
+func Special(c byte) bool { return strings.IndexByte("\\`*_[]()<>#!|~&{}", c) >= 0 }
 
 // isPunct reports whether c is ASCII punctuation, which CommonMark lets a backslash escape.
 func isPunct(c byte) bool {

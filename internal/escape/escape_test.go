@@ -35,11 +35,12 @@ func checkMarkdown(t *testing.T, s string) {
 		t.Fatalf("Markdown(%q) = %q: a line break", s, out)
 	}
 	for i := 0; i < len(out); i++ {
-		if isPunct(out[i]) {
-			if out[i] != '\\' || i+1 >= len(out) || !isPunct(out[i+1]) {
-				t.Fatalf("Markdown(%q) = %q: %q at %d is not escaped", s, out, out[i], i)
-			}
+		if out[i] == '\\' && i+1 < len(out) && isPunct(out[i+1]) {
 			i++
+			continue
+		}
+		if Special(out[i]) || i == 0 && strings.ContainsRune("-+=", rune(out[i])) {
+			t.Fatalf("Markdown(%q) = %q: %q at %d is not escaped", s, out, out[i], i)
 		}
 	}
 	want := strings.NewReplacer("\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ").Replace(s)
@@ -47,7 +48,7 @@ func checkMarkdown(t *testing.T, s string) {
 		t.Fatalf("Markdown(%q) = %q, which reads %q", s, out, got)
 	}
 	for _, bad := range []string{"<b>", "**", "](", "<script", "`"} {
-		if strings.Contains(strings.ReplaceAll(out, "\\"+bad[:1], ""), bad) {
+		if strings.Contains(strings.ReplaceAll(out, "\\"+bad[:1], "\\"), bad) {
 			t.Fatalf("Markdown(%q) = %q holds %q unescaped", s, out, bad)
 		}
 	}
@@ -67,7 +68,7 @@ func TestMarkdownEscapesEveryMarker(t *testing.T) {
 			t.Fatalf("Markdown(%q) lost the text", m)
 		}
 	}
-	if got := Markdown("<b>x</b> [l](javascript:y)"); got != `\<b\>x\<\/b\> \[l\]\(javascript\:y\)` {
+	if got := Markdown("<b>x</b> [l](javascript:y) a-b"); got != `\<b\>x\</b\> \[l\]\(javascript:y\) a-b` {
 		t.Fatalf("Markdown = %q", got)
 	}
 }

@@ -577,7 +577,7 @@ func lintSets(t *testing.T) []lintSet {
 	for name, cfg := range map[string]dashboards.Config{
 		"default":      {},
 		"custom":       {Namespace: "acme", Selector: `env="prod", team!~"x.*"`, GroupBy: []string{"cluster", "job", "name"}, TitlePrefix: "Shop", UIDPrefix: "shop"},
-		"no namespace": {Namespace: dashboards.NoNamespace, Histograms: dashboards.ClassicHistograms},
+		"no namespace": {Namespace: rules.NoNamespace, Histograms: dashboards.ClassicHistograms},
 	} {
 		files, err := dashboards.Generate(cfg)
 		require.NoError(t, err)

@@ -30,6 +30,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
+	"github.com/stormwatch-go/stormwatch/rules"
 )
 
 // grafanaSubstitutions replace Grafana's interval macros with the durations Grafana would put in
@@ -339,7 +340,7 @@ func TestDashboardQueriesParseAndUseOnlyCatalogMetricsAndLabels(t *testing.T) {
 	}{
 		{"default", dashboards.Config{}, catalog.DefaultNamespace, nil},
 		{"namespace", dashboards.Config{Namespace: "acme"}, "acme", nil},
-		{"no namespace", dashboards.Config{Namespace: dashboards.NoNamespace}, "", nil},
+		{"no namespace", dashboards.Config{Namespace: rules.NoNamespace}, "", nil},
 		{"selector", dashboards.Config{Selector: `cluster="eu-1", env!~"dev|test"`}, catalog.DefaultNamespace, []string{"cluster", "env"}},
 		{"prefixes", dashboards.Config{TitlePrefix: "Shop", UIDPrefix: "shop", Provisioning: true}, catalog.DefaultNamespace, nil},
 		{"classic histograms", dashboards.Config{Histograms: dashboards.ClassicHistograms}, catalog.DefaultNamespace, nil},

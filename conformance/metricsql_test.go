@@ -95,7 +95,7 @@ func TestDashboardQueriesParseInMetricsQL(t *testing.T) {
 		"default":        {},
 		"classic":        {Histograms: dashboards.ClassicHistograms},
 		"custom":         {Namespace: "acme", Selector: `env="prod", team!~"x.*"`, GroupBy: []string{"cluster", "job", "name"}},
-		"no namespace":   {Namespace: dashboards.NoNamespace, GroupBy: []string{"name"}},
+		"no namespace":   {Namespace: rules.NoNamespace, GroupBy: []string{"name"}},
 		"single grouped": {GroupBy: []string{"region"}},
 	}
 	for name, cfg := range configs {

@@ -1,44 +1,29 @@
 package dashboards
 
 import (
-	"errors"
 	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
-// Defaults applied to the zero fields of a Config.
-const (
-	// DefaultTitlePrefix starts every dashboard title: "stormwatch / Overview".
-	DefaultTitlePrefix = "stormwatch"
-	// DefaultUIDPrefix starts every dashboard uid and file name: "stormwatch-overview".
-	DefaultUIDPrefix = "stormwatch"
-	// NoNamespace, as Config.Namespace, asks for metric names without a prefix
-	// (circuitbreaker_state instead of resilience_circuitbreaker_state), matching a collector
-	// built with collector.WithNamespace(""). An empty Config.Namespace means
-	// catalog.DefaultNamespace.
-	NoNamespace = "-"
-)
-
-// maxUID is Grafana's limit on dashboard uid length.
-const maxUID = 40
+// The shared settings — the namespace, the selector, group_by and the uid and title
+// prefixes — are the rules': their defaults and limits are rules.NoNamespace,
+// rules.DefaultGroupBy, rules.MaxGroupBy, rules.MaxLabelNameLen,
+// rules.DefaultDashboardTitlePrefix, rules.MaxDashboardTitlePrefixLen,
+// rules.DefaultDashboardUIDPrefix, rules.MaxDashboardUIDPrefixLen and
+// rules.DependencyDashboardUID, and both generators validate them alike.
 
 // The uid suffixes, one per dashboard, appended to the uid prefix.
 const (
-	overviewSuffix   = "-overview"
-	dependencySuffix = "-dependency" // the longest: it bounds the prefix
+	overviewSuffix   = genconfig.OverviewSuffix
+	dependencySuffix = genconfig.DependencySuffix // the longest: it bounds the prefix
+	sloSuffix        = genconfig.SLOsSuffix
 )
 
-// MaxUIDPrefixLen is the longest UIDPrefix whose dashboard uids stay within Grafana's 40
-// characters.
-const MaxUIDPrefixLen = maxUID - len(dependencySuffix)
-
-// MaxTitlePrefixLen caps TitlePrefix, in characters.
-const MaxTitlePrefixLen = 100
+// maxUID is Grafana's limit on dashboard uid length.
+const maxUID = genconfig.MaxUID
 
 // ConfigError is the configuration error of every stormwatch package (catalog.ConfigError).
 // The dashboards report theirs with Primitive "dashboards" and Field the key of the stormwatch
@@ -49,12 +34,8 @@ type ConfigError = catalog.ConfigError
 
 // Fields of the stormwatch config file that ConfigError.Field names.
 const (
-	fieldNamespace   = "namespace"
-	fieldSelector    = "selector"
-	fieldTitlePrefix = "dashboards.title_prefix"
-	fieldUIDPrefix   = "dashboards.uid_prefix"
-	fieldHistograms  = "dashboards.histograms"
-	fieldGroupBy     = "group_by"
+	fieldUIDPrefix  = genconfig.FieldUIDPrefix
+	fieldHistograms = "dashboards.histograms"
 )
 
 // Histograms says in which form Prometheus stores the latency histograms (call durations, retry
@@ -75,15 +56,18 @@ const (
 	ClassicHistograms Histograms = "classic"
 )
 
+// primitive is the ConfigError.Primitive of the dashboards' configuration errors.
+const primitive = "dashboards"
+
 func configErr(field string, value any, format string, args ...any) error {
-	return &catalog.ConfigError{Primitive: "dashboards", Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+	return &catalog.ConfigError{Primitive: primitive, Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
 // Config says how to generate the dashboards. The zero value generates the defaults.
 type Config struct {
 	// Namespace is the metric name prefix the collector was built with. "" means
-	// catalog.DefaultNamespace ("resilience"); NoNamespace means no prefix. Anything else must
-	// pass catalog.ValidateNamespace.
+	// catalog.DefaultNamespace ("resilience"); rules.NoNamespace means no prefix. Anything else
+	// must pass catalog.ValidateNamespace.
 	Namespace string
 	// Selector holds extra PromQL label matchers added to every vector selector of every query,
 	// variable and annotation, e.g. `job="checkout", env!~"dev|test"`: the matchers of a PromQL
@@ -93,11 +77,13 @@ type Config struct {
 	// *catalog.ConfigError with Field "selector".
 	Selector string
 	// TitlePrefix starts every dashboard title ("<TitlePrefix> / Overview"); "" means
-	// DefaultTitlePrefix. Valid UTF-8 without control characters or surrounding white space, at
-	// most MaxTitlePrefixLen characters.
+	// rules.DefaultDashboardTitlePrefix. Valid UTF-8 without control characters or surrounding
+	// white space, at most rules.MaxDashboardTitlePrefixLen characters.
 	TitlePrefix string
 	// UIDPrefix starts every dashboard uid and output file name ("<UIDPrefix>-overview"); ""
-	// means DefaultUIDPrefix. Letters, digits, '-' and '_', at most MaxUIDPrefixLen characters.
+	// means rules.DefaultDashboardUIDPrefix. Letters, digits, '-' and '_', at most
+	// rules.MaxDashboardUIDPrefixLen characters. The Dependency dashboard's uid is
+	// rules.DependencyDashboardUID(UIDPrefix).
 	UIDPrefix string
 	// Provisioning also emits a Grafana file-provisioning YAML for the dashboards.
 	Provisioning bool
@@ -105,8 +91,9 @@ type Config struct {
 	// file): the Overview groups its series and its "who is hurting" table by them, and every
 	// one besides job and name becomes a multi-value variable named after it (cluster →
 	// $cluster) that filters every query. "name" is always kept, listed or not. nil means
-	// DefaultGroupBy (job, name). Legacy label names only; not instance, datasource, a label
-	// stormwatch's metrics set themselves, nor one starting with __; at most MaxGroupBy.
+	// rules.DefaultGroupBy (job, name). Legacy label names of at most rules.MaxLabelNameLen
+	// bytes; not instance, datasource, a label stormwatch's metrics set themselves, nor one
+	// starting with __; at most rules.MaxGroupBy.
 	GroupBy []string
 	// Histograms is the form in which Prometheus stores the latency histograms: "" (whichever
 	// exists), NativeHistograms or ClassicHistograms. Anything else is a *catalog.ConfigError with Field
@@ -118,15 +105,6 @@ type Config struct {
 func (cfg Config) Validate() error {
 	_, err := cfg.resolve()
 	return err
-}
-
-// DependencyUID returns the uid of the Dependency dashboard generated with UIDPrefix
-// uidPrefix ("" means DefaultUIDPrefix): the dashboard the alerts' dashboard_url opens.
-func DependencyUID(uidPrefix string) string {
-	if uidPrefix == "" {
-		uidPrefix = DefaultUIDPrefix
-	}
-	return uidPrefix + dependencySuffix
 }
 
 // resolved is a validated Config with its defaults applied.
@@ -144,75 +122,25 @@ type resolved struct {
 	extras  []string
 }
 
-// DefaultGroupBy are the aggregation labels unless Config.GroupBy is set.
-var DefaultGroupBy = []string{labelJob, catalog.LabelName}
-
-// MaxGroupBy caps Config.GroupBy.
-const MaxGroupBy = 16
-
-// resolveGroupBy validates gb (nil: DefaultGroupBy) and returns it with name, and the labels
-// that become variables of their own.
-func resolveGroupBy(gb []string) (all, extras []string, err error) {
-	if gb == nil {
-		gb = DefaultGroupBy
-	}
-	switch {
-	case len(gb) == 0:
-		return nil, nil, configErr(fieldGroupBy, gb, "empty; leave it out for the default %v, or list the labels to keep besides %q", DefaultGroupBy, catalog.LabelName)
-	case len(gb) > MaxGroupBy:
-		return nil, nil, configErr(fieldGroupBy, gb, "%d labels, at most %d allowed", len(gb), MaxGroupBy)
-	}
-	seen := map[string]bool{}
+// extraVariables are the group_by labels that become variables of their own (not job, not
+// name).
+func extraVariables(gb []string) []string {
+	var extras []string
 	for _, l := range gb {
-		switch {
-		case !selector.ValidLabelName(l):
-			return nil, nil, configErr(fieldGroupBy, gb, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", l)
-		case strings.HasPrefix(l, "__"):
-			return nil, nil, configErr(fieldGroupBy, gb, "%q is reserved (label names starting with __ are internal)", l)
-		case l == labelInstance:
-			return nil, nil, configErr(fieldGroupBy, gb, "%q must not be listed: the Dependency dashboard shows every instance", l)
-		case l == varDatasource:
-			return nil, nil, configErr(fieldGroupBy, gb, "%q is the dashboards' data source variable", l)
-		case selector.ReservedLabel(l):
-			return nil, nil, configErr(fieldGroupBy, gb, "%q is a metric label the dashboards aggregate away or match on themselves", l)
-		case seen[l]:
-			return nil, nil, configErr(fieldGroupBy, gb, "%q is listed twice", l)
-		}
-		seen[l] = true
-		all = append(all, l)
 		if l != labelJob && l != catalog.LabelName {
 			extras = append(extras, l)
 		}
 	}
-	if !seen[catalog.LabelName] {
-		all = append(all, catalog.LabelName)
-	}
-	return all, extras, nil
+	return extras
 }
 
 // resolve validates cfg and applies its defaults. Errors are *ConfigError naming the field and
 // its value.
 func (cfg Config) resolve() (resolved, error) {
-	r := resolved{
-		ns:           cfg.Namespace,
-		titlePrefix:  cfg.TitlePrefix,
-		uidPrefix:    cfg.UIDPrefix,
-		provisioning: cfg.Provisioning,
-	}
-	switch r.ns {
-	case "":
-		r.ns = catalog.DefaultNamespace
-	case NoNamespace:
-		r.ns = ""
-	default:
-		if err := catalog.ValidateNamespace(r.ns); err != nil {
-			reason := err.Error()
-			var ce *catalog.ConfigError
-			if errors.As(err, &ce) {
-				reason = ce.Reason
-			}
-			return resolved{}, configErr(fieldNamespace, r.ns, "not a valid metric name prefix: %s", reason)
-		}
+	r := resolved{provisioning: cfg.Provisioning}
+	var err error
+	if r.ns, err = genconfig.Namespace(primitive, cfg.Namespace); err != nil {
+		return resolved{}, err
 	}
 	switch cfg.Histograms {
 	case "":
@@ -224,59 +152,24 @@ func (cfg Config) resolve() (resolved, error) {
 		return resolved{}, configErr(fieldHistograms, string(cfg.Histograms), "unknown histogram form (want %q or %q)",
 			NativeHistograms, ClassicHistograms)
 	}
-	if r.titlePrefix == "" {
-		r.titlePrefix = DefaultTitlePrefix
-	}
-	if err := checkTitlePrefix(r.titlePrefix); err != nil {
+	if r.titlePrefix, err = genconfig.TitlePrefix(primitive, cfg.TitlePrefix); err != nil {
 		return resolved{}, err
 	}
-	if r.uidPrefix == "" {
-		r.uidPrefix = DefaultUIDPrefix
-	}
-	if err := checkUIDPrefix(r.uidPrefix); err != nil {
+	if r.uidPrefix, err = genconfig.UIDPrefix(primitive, cfg.UIDPrefix); err != nil {
 		return resolved{}, err
 	}
-	var err error
-	if r.groupBy, r.extras, err = resolveGroupBy(cfg.GroupBy); err != nil {
+	if r.groupBy, err = genconfig.GroupBy(primitive, cfg.GroupBy, selector.ReservedLabel); err != nil {
 		return resolved{}, err
 	}
-	ms, err := selector.Parse("dashboards", cfg.Selector)
-	if err != nil {
+	r.extras = extraVariables(r.groupBy)
+	if r.selector, err = genconfig.Selector(primitive, cfg.Selector); err != nil {
 		return resolved{}, err
 	}
-	r.selector = ms
+	// The rules aggregate by group_by and the selector's labels: the same bound for both.
+	if _, err := genconfig.Aggregation(primitive, r.groupBy, r.selector, cfg.Selector); err != nil {
+		return resolved{}, err
+	}
 	return r, nil
-}
-
-func checkTitlePrefix(s string) error {
-	if !utf8.ValidString(s) {
-		return configErr(fieldTitlePrefix, s, "not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(s); n > MaxTitlePrefixLen {
-		return configErr(fieldTitlePrefix, s, "%d characters, at most %d allowed", n, MaxTitlePrefixLen)
-	}
-	if strings.TrimSpace(s) != s {
-		return configErr(fieldTitlePrefix, s, "leading or trailing white space")
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return configErr(fieldTitlePrefix, s, "control character %q", r)
-		}
-	}
-	return nil
-}
-
-func checkUIDPrefix(s string) error {
-	if len(s) > MaxUIDPrefixLen {
-		return configErr(fieldUIDPrefix, s, "%d characters, at most %d allowed (Grafana uids are at most %d)",
-			len(s), MaxUIDPrefixLen, maxUID)
-	}
-	for i, r := range s {
-		if !(r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
-			return configErr(fieldUIDPrefix, s, "invalid character %q at offset %d (want [a-zA-Z0-9_-])", r, i)
-		}
-	}
-	return nil
 }
 
 // VariableDatasource is the name of the dashboards' data source variable. The other variables

@@ -28,6 +28,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -118,13 +119,13 @@ func unescapeHTML(b []byte) []byte {
 func uid(r resolved, suffix string) string { return r.uidPrefix + suffix }
 
 // Tags every generated dashboard carries, besides the uid prefix when it is not
-// DefaultUIDPrefix.
+// the default (genconfig.DefaultUIDPrefix).
 var baseTags = []string{"stormwatch", "resilience"}
 
 // tags are the dashboards' tags; the last one is the tag their links to each other select.
 func tags(r resolved) []string {
 	out := slices.Clone(baseTags)
-	if r.uidPrefix != DefaultUIDPrefix {
+	if r.uidPrefix != genconfig.DefaultUIDPrefix {
 		out = append(out, r.uidPrefix)
 	}
 	return out

@@ -29,6 +29,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
+	"github.com/stormwatch-go/stormwatch/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in examples/generated/dashboards")
@@ -208,7 +209,7 @@ func TestGenerateProducesValidGrafanaDashboards(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
 		{Namespace: "acme", Selector: `cluster="eu-1"`, TitlePrefix: "Checkout", UIDPrefix: "checkout-res", Provisioning: true},
-		{Namespace: NoNamespace},
+		{Namespace: rules.NoNamespace},
 	} {
 		files := generate(t, cfg)
 		dashes := dashboardsOf(t, files)
@@ -439,7 +440,7 @@ func TestQueriesUseOnlyCatalogMetricsAndLabels(t *testing.T) {
 	}{
 		{Config{}, catalog.DefaultNamespace, nil},
 		{Config{Namespace: "acme"}, "acme", nil},
-		{Config{Namespace: NoNamespace}, "", nil},
+		{Config{Namespace: rules.NoNamespace}, "", nil},
 		{Config{Selector: `cluster="eu-1"`}, catalog.DefaultNamespace, []string{"cluster"}},
 		{Config{Histograms: ClassicHistograms}, catalog.DefaultNamespace, nil},
 	} {
@@ -518,7 +519,7 @@ func TestConfigShowsInEveryQueryAndTitle(t *testing.T) {
 	}
 
 	// Without a prefix, metric names start with the primitive.
-	for _, d := range dashboardsOf(t, generate(t, Config{Namespace: NoNamespace})) {
+	for _, d := range dashboardsOf(t, generate(t, Config{Namespace: rules.NoNamespace})) {
 		for _, q := range queriesOf(t, d) {
 			for _, vs := range selectorsOf(t, "", q) {
 				for i, s := range vs.series {
@@ -676,9 +677,9 @@ func TestProvisioningFile(t *testing.T) {
 
 func TestMaxUIDPrefixLenFitsEveryDashboard(t *testing.T) {
 	for _, suffix := range []string{overviewSuffix, dependencySuffix} {
-		assert.LessOrEqual(t, MaxUIDPrefixLen+len(suffix), maxUID, suffix)
+		assert.LessOrEqual(t, rules.MaxDashboardUIDPrefixLen+len(suffix), maxUID, suffix)
 	}
-	files := generate(t, Config{UIDPrefix: strings.Repeat("u", MaxUIDPrefixLen)})
+	files := generate(t, Config{UIDPrefix: strings.Repeat("u", rules.MaxDashboardUIDPrefixLen)})
 	for _, d := range dashboardsOf(t, files) {
 		assert.LessOrEqual(t, len(*d.Uid), maxUID)
 	}
@@ -694,10 +695,10 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{Namespace: "res_"}, []string{"Namespace", `"res_"`}},
 		{Config{UIDPrefix: "a/b"}, []string{"UIDPrefix", `"a/b"`, "'/'"}},
 		{Config{UIDPrefix: "has space"}, []string{"UIDPrefix", `"has space"`}},
-		{Config{UIDPrefix: strings.Repeat("x", MaxUIDPrefixLen+1)}, []string{"UIDPrefix", "at most 29"}},
+		{Config{UIDPrefix: strings.Repeat("x", rules.MaxDashboardUIDPrefixLen+1)}, []string{"UIDPrefix", "at most 29"}},
 		{Config{TitlePrefix: "two\nlines"}, []string{"TitlePrefix", `"two\nlines"`}},
 		{Config{TitlePrefix: " padded"}, []string{"TitlePrefix", `" padded"`}},
-		{Config{TitlePrefix: strings.Repeat("é", MaxTitlePrefixLen+1)}, []string{"TitlePrefix", "101 characters, at most 100"}},
+		{Config{TitlePrefix: strings.Repeat("é", rules.MaxDashboardTitlePrefixLen+1)}, []string{"TitlePrefix", "101 characters, at most 100"}},
 	} {
 		files, err := Generate(tc.cfg)
 		require.Error(t, err, "%+v", tc.cfg)
@@ -722,7 +723,7 @@ func TestConfigAcceptsValidValues(t *testing.T) {
 	for _, cfg := range []Config{
 		{Namespace: "my_app"},
 		{Namespace: "_x"},
-		{UIDPrefix: strings.Repeat("x", MaxUIDPrefixLen)},
+		{UIDPrefix: strings.Repeat("x", rules.MaxDashboardUIDPrefixLen)},
 		{UIDPrefix: "a-b_C9"},
 		{TitlePrefix: "Résilience · prod"},
 		{Selector: `job="checkout"`},

@@ -17,10 +17,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
-// sloSuffix is the uid suffix of the SLOs dashboard (shorter than dependencySuffix, so
-// MaxUIDPrefixLen still bounds it).
-const sloSuffix = "-slos"
-
 // GenerateSLOs returns the "<prefix> / SLOs" dashboard (uid "<prefix>-slos") for the dependency
 // SLOs that slos describes — rules.SLOs of the rules' configuration: one row per SLO with its
 // error budget remaining, its SLI over the period, the burn rate of the fast page's long

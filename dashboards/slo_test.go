@@ -31,7 +31,7 @@ var testSLOs = rules.Config{SLOs: []rules.SLO{
 // and Validate, has one row per SLO with the same panels, unique ids, and every query selects
 // its row's SLO through the variables and the selector.
 func TestGenerateSLOsProducesAValidDashboard(t *testing.T) {
-	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `cluster="eu-1"`, TitlePrefix: "Shop", UIDPrefix: strings.Repeat("u", MaxUIDPrefixLen)}} {
+	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `cluster="eu-1"`, TitlePrefix: "Shop", UIDPrefix: strings.Repeat("u", rules.MaxDashboardUIDPrefixLen)}} {
 		rc := testSLOs
 		rc.Namespace, rc.Selector = cfg.Namespace, cfg.Selector
 		infos := sloInfos(t, rc)
@@ -195,7 +195,7 @@ func TestSLONameVariableSelectsRecordedSeriesByName(t *testing.T) {
 // Dependency, SLOs, with any configuration — selects by __name__ (a regex over every metric
 // name of a large TSDB); each reads one metric per selector.
 func TestNoVariableMatchesMetricNames(t *testing.T) {
-	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `env="prod"`, GroupBy: []string{"cluster", "job", "name"}}, {Namespace: NoNamespace}} {
+	for _, cfg := range []Config{{}, {Namespace: "acme", Selector: `env="prod"`, GroupBy: []string{"cluster", "job", "name"}}, {Namespace: rules.NoNamespace}} {
 		files := generate(t, cfg)
 		slos, err := GenerateSLOs(cfg, sloInfos(t, testSLOs))
 		require.NoError(t, err)

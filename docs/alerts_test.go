@@ -148,8 +148,9 @@ func sloSection(p *page) error {
 	p.line("four multi-window, multi-burn-rate alerts (`rules.BurnRateRules`). Each fires when the error ratio")
 	p.line("exceeds factor × (1 − objective) over both its long and its short window, and only when the long")
 	p.line("window holds enough calls for one failure not to page (`min_calls`). Windows scale with the")
-	p.f("period (at %s they are the table's). The objective must lie in (%s, 1).\n",
-		rules.FormatDuration(rules.SLOReferencePeriod), strconv.FormatFloat(rules.MinSLOObjective, 'g', 6, 64))
+	p.f("period (at %s they are the table's). The objective must lie in (%s, %s].\n",
+		rules.FormatDuration(rules.SLOReferencePeriod), strconv.FormatFloat(rules.MinSLOObjective, 'g', 6, 64),
+		strconv.FormatFloat(rules.MaxSLOObjective, 'g', 6, 64))
 	p.line("")
 	p.line("| kind | burn-rate factor | long window | short window | budget spent over the long window |")
 	p.line("|---|---|---|---|---|")

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/escape"
+	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -30,7 +32,7 @@ const (
 	// (circuitbreaker_state instead of resilience_circuitbreaker_state), matching a collector
 	// built with collector.WithNamespace(""). An empty Config.Namespace means
 	// catalog.DefaultNamespace.
-	NoNamespace = "-"
+	NoNamespace = genconfig.NamespaceNone
 	// MaxDuration bounds every configured for and keep_firing_for.
 	MaxDuration = 24 * time.Hour
 	// DefaultRateWindow is the rate window unless Config.RateWindow is set.
@@ -40,13 +42,19 @@ const (
 	MaxRateWindow = time.Hour
 	// MaxGroupBy caps the number of Config.GroupBy labels: each one is part of every
 	// recorded series' name and of every alert's label set.
-	MaxGroupBy = 16
+	MaxGroupBy = genconfig.MaxGroupBy
+	// MaxLabelNameLen caps every configured label name, in bytes: the GroupBy labels, the
+	// Selector's and the SLO labels' (group_by labels are spelled in recorded series' names).
+	MaxLabelNameLen = genconfig.MaxLabelNameLen
+	// MaxDashboardTitlePrefixLen caps Config.DashboardTitlePrefix, in characters.
+	MaxDashboardTitlePrefixLen = genconfig.MaxTitlePrefixLen
 	// MaxURLLength caps Config.RunbookBaseURL and Config.GrafanaBaseURL, in bytes.
 	MaxURLLength = 2048
 )
 
-// DefaultGroupBy are the labels every aggregation keeps unless Config.GroupBy is set.
-var DefaultGroupBy = []string{"job", catalog.LabelName}
+// DefaultGroupBy are the labels every aggregation keeps unless Config.GroupBy is set (of the
+// dashboards too).
+var DefaultGroupBy = genconfig.DefaultGroupBy()
 
 // labelInstance is the target label added by Prometheus; the per-process alerts keep it.
 const labelInstance = "instance"
@@ -139,46 +147,20 @@ type Config struct {
 	SLOs []SLO
 }
 
-// DefaultDashboardUIDPrefix is the dashboards' default uid prefix (dashboards.DefaultUIDPrefix;
-// the dashboards package, which imports this one, checks that they agree).
-const DefaultDashboardUIDPrefix = "stormwatch"
-
-// maxDashboardUID is Grafana's limit on a dashboard uid's length.
-const maxDashboardUID = 40
-
-// dependencyDashboardSuffix ends the Dependency dashboard's uid.
-const dependencyDashboardSuffix = "-dependency"
-
-// dashboardDatasourceVariable is the dashboards' data source variable: no group_by label may be
-// called so, since the others become dashboard variables of their names.
-const dashboardDatasourceVariable = "datasource"
-
-// DependencyDashboardUID is the uid of the Dependency dashboard generated with uidPrefix, the
-// dashboard every alert's dashboard_url opens (dashboards.DependencyUID, which a test of the
-// dashboards package holds to the same value).
-func DependencyDashboardUID(uidPrefix string) string {
-	if uidPrefix == "" {
-		uidPrefix = DefaultDashboardUIDPrefix
-	}
-	return uidPrefix + dependencyDashboardSuffix
-}
-
-// checkUIDPrefix accepts what the dashboards accept as a uid prefix: letters, digits, '-' and
-// '_', short enough for every dashboard uid to stay within Grafana's limit.
-func checkUIDPrefix(s string) error {
-	if max := maxDashboardUID - len(dependencyDashboardSuffix); len(s) > max {
-		return fmt.Errorf("%d characters, at most %d allowed (Grafana uids are at most %d)", len(s), max, maxDashboardUID)
-	}
-	for i, c := range s {
-		if !(c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-			return fmt.Errorf("invalid character %q at offset %d (want [a-zA-Z0-9_-])", c, i)
-		}
-	}
-	return nil
-}
+// DefaultDashboardUIDPrefix is the dashboards' default uid prefix: their uids are
+// "<prefix>-overview", "<prefix>-dependency" and "<prefix>-slos".
+const DefaultDashboardUIDPrefix = genconfig.DefaultUIDPrefix
 
 // DefaultDashboardTitlePrefix is the dashboards' default title prefix.
-const DefaultDashboardTitlePrefix = "stormwatch"
+const DefaultDashboardTitlePrefix = genconfig.DefaultTitlePrefix
+
+// MaxDashboardUIDPrefixLen is the longest Config.DashboardUIDPrefix (and dashboards'
+// UIDPrefix) whose dashboard uids stay within Grafana's 40 characters.
+const MaxDashboardUIDPrefixLen = genconfig.MaxUIDPrefixLen
+
+// DependencyDashboardUID is the uid of the Dependency dashboard generated with uidPrefix ("":
+// DefaultDashboardUIDPrefix), the dashboard every alert's dashboard_url opens.
+func DependencyDashboardUID(uidPrefix string) string { return genconfig.DependencyUID(uidPrefix) }
 
 // AlertConfig overrides the defaults of one alert. Nil pointers and empty strings keep the
 // default.
@@ -242,7 +224,7 @@ type resolved struct {
 	format      Format
 	alerts      map[string]settings
 	titlePrefix string        // of the dashboards' titles
-	dashboard   string        // title of the Overview dashboard
+	dashboard   string        // title of the Overview dashboard, Markdown-escaped (the runbooks')
 	rateWindow  time.Duration // window of the recorded rates
 	// grafanaBase is GrafanaBaseURL without a trailing slash ("" for none), dependencyUID the
 	// uid of the Dependency dashboard, and dashVars the labels that are variables of it besides
@@ -257,7 +239,8 @@ type resolved struct {
 }
 
 // dependencyTitle is the title of the Dependency dashboard.
-func (r *resolved) dependencyTitle() string { return r.titlePrefix + " / Dependency" }
+// dependencyTitle is the title of the Dependency dashboard, for the runbooks: Markdown-escaped.
+func (r *resolved) dependencyTitle() string { return escape.Markdown(r.titlePrefix) + " / Dependency" }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
 func (cfg Config) Validate() error {
@@ -267,74 +250,62 @@ func (cfg Config) Validate() error {
 
 func (cfg Config) resolve() (*resolved, error) {
 	r := &resolved{alerts: map[string]settings{}}
-	switch cfg.Namespace {
-	case "":
-		r.ns = catalog.DefaultNamespace
-	case NoNamespace:
-		r.ns = ""
-	default:
-		if err := catalog.ValidateNamespace(cfg.Namespace); err != nil {
-			return nil, fieldErr("namespace", cfg.Namespace, "not a valid metric name prefix: %s", reason(err))
-		}
-		r.ns = cfg.Namespace
-	}
-	ms, err := selector.Parse("rules", cfg.Selector)
-	if err != nil {
+	if err := r.resolveShared(cfg); err != nil {
 		return nil, err
 	}
-	r.matchers = ms
+	if err := r.resolveOwn(cfg); err != nil {
+		return nil, err
+	}
+	if err := r.resolveAlerts(cfg.Alerts); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.slos, err = r.resolveSLOs(cfg.SLOs); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
-	gb := cfg.GroupBy
-	if gb == nil {
-		gb = DefaultGroupBy
+// resolveShared resolves the settings the dashboards share (genconfig): namespace, selector,
+// group_by, the dashboards' title and uid prefixes.
+func (r *resolved) resolveShared(cfg Config) error {
+	var err error
+	if r.ns, err = genconfig.Namespace(primitive, cfg.Namespace); err != nil {
+		return err
 	}
-	if len(gb) == 0 {
-		return nil, fieldErr("group_by", gb, "empty; leave it out for the default %v, or list the labels to keep besides %q", DefaultGroupBy, catalog.LabelName)
+	if r.matchers, err = genconfig.Selector(primitive, cfg.Selector); err != nil {
+		return err
 	}
-	if len(gb) > MaxGroupBy {
-		return nil, fieldErr("group_by", gb, "%d labels, at most %d allowed", len(gb), MaxGroupBy)
+	gb, err := genconfig.GroupBy(primitive, cfg.GroupBy, selector.ReservedLabel)
+	if err != nil {
+		return err
 	}
-	seen := map[string]bool{}
-	for _, l := range gb {
-		switch {
-		case !selector.ValidLabelName(l):
-			// Legacy names only: group_by labels are part of the recorded series' names.
-			return nil, fieldErr("group_by", gb, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", l)
-		case strings.HasPrefix(l, "__"):
-			return nil, fieldErr("group_by", gb, "%q is reserved (label names starting with __ are internal)", l)
-		case l == labelInstance:
-			return nil, fieldErr("group_by", gb, "%q must not be listed: the per-process alerts add it and CircuitBreakerOpenFleetWide counts instances", l)
-		case l == dashboardDatasourceVariable:
-			return nil, fieldErr("group_by", gb, "%q is the dashboards' data source variable: every other group_by label becomes a dashboard variable of its name", l)
-		case selector.ReservedLabel(l):
-			return nil, fieldErr("group_by", gb, "%q is a metric label the rules aggregate away or match on themselves", l)
-		case seen[l]:
-			return nil, fieldErr("group_by", gb, "%q is listed twice", l)
-		}
-		seen[l] = true
-	}
-	if !seen[catalog.LabelName] {
-		gb = append(slices.Clone(gb), catalog.LabelName)
-		seen[catalog.LabelName] = true
-	}
-	r.groupBy = slices.Clone(gb)
 	r.dashVars = slices.Clone(gb)
-	for _, m := range ms {
-		if !seen[m.Name] && m.Name != labelInstance {
-			seen[m.Name] = true
-			r.groupBy = append(r.groupBy, m.Name)
-		}
+	if r.groupBy, err = genconfig.Aggregation(primitive, gb, r.matchers, cfg.Selector); err != nil {
+		return err
 	}
+	if r.dashUIDPrefix, err = genconfig.UIDPrefix(primitive, cfg.DashboardUIDPrefix); err != nil {
+		return err
+	}
+	r.dependencyUID = genconfig.DependencyUID(r.dashUIDPrefix)
+	if r.titlePrefix, err = genconfig.TitlePrefix(primitive, cfg.DashboardTitlePrefix); err != nil {
+		return err
+	}
+	r.dashboard = escape.Markdown(r.titlePrefix) + " / Overview"
+	return nil
+}
 
+// resolveOwn resolves the rules' own settings: rate window, URLs, format.
+func (r *resolved) resolveOwn(cfg Config) error {
 	r.rateWindow = cfg.RateWindow
 	if r.rateWindow == 0 {
 		r.rateWindow = DefaultRateWindow
 	}
 	switch w := r.rateWindow; {
 	case w < MinRateWindow || w > MaxRateWindow:
-		return nil, fieldErr("rate_window", model.Duration(cfg.RateWindow), "out of range [%s, %s]", FormatDuration(MinRateWindow), FormatDuration(MaxRateWindow))
+		return fieldErr("rate_window", model.Duration(cfg.RateWindow), "out of range [%s, %s]", FormatDuration(MinRateWindow), FormatDuration(MaxRateWindow))
 	case w%time.Second != 0:
-		return nil, fieldErr("rate_window", model.Duration(cfg.RateWindow), "not a whole number of seconds")
+		return fieldErr("rate_window", model.Duration(cfg.RateWindow), "not a whole number of seconds")
 	}
 
 	r.runbookBase = cfg.RunbookBaseURL
@@ -342,60 +313,50 @@ func (cfg Config) resolve() (*resolved, error) {
 		r.runbookBase = DefaultRunbookBaseURL
 	}
 	if err := checkBaseURL(r.runbookBase); err != nil {
-		return nil, fieldErr("runbook_base_url", cfg.RunbookBaseURL, "%v", err)
+		return fieldErr("runbook_base_url", cfg.RunbookBaseURL, "%v", err)
 	}
 	r.runbookBase = strings.TrimSuffix(r.runbookBase, "/")
 
 	if cfg.GrafanaBaseURL != "" {
 		if err := checkBaseURL(cfg.GrafanaBaseURL); err != nil {
-			return nil, fieldErr("grafana_base_url", cfg.GrafanaBaseURL, "%v", err)
+			return fieldErr("grafana_base_url", cfg.GrafanaBaseURL, "%v", err)
 		}
 		r.grafanaBase = strings.TrimSuffix(cfg.GrafanaBaseURL, "/")
 	}
-	uidPrefix := cfg.DashboardUIDPrefix
-	if uidPrefix == "" {
-		uidPrefix = DefaultDashboardUIDPrefix
-	}
-	if err := checkUIDPrefix(uidPrefix); err != nil {
-		return nil, fieldErr("dashboards.uid_prefix", cfg.DashboardUIDPrefix, "%v", err)
-	}
-	r.dashUIDPrefix = uidPrefix
-	r.dependencyUID = DependencyDashboardUID(uidPrefix)
-
-	r.titlePrefix = cfg.DashboardTitlePrefix
-	if r.titlePrefix == "" {
-		r.titlePrefix = DefaultDashboardTitlePrefix
-	}
-	r.dashboard = r.titlePrefix + " / Overview"
-
 	switch cfg.Format {
 	case "":
 		r.format = FormatPrometheus
 	case FormatPrometheus, FormatOperator:
 		r.format = cfg.Format
 	default:
-		return nil, fieldErr("format", string(cfg.Format), "not one of %s, %s", FormatPrometheus, FormatOperator)
+		return fieldErr("format", string(cfg.Format), "not one of %s, %s", FormatPrometheus, FormatOperator)
 	}
+	var err error
 	if r.target, err = resolveTarget(cfg.Target); err != nil {
-		return nil, err
+		return err
 	}
 	if r.kube, err = resolveKubernetes(cfg.Kubernetes, r.ns, r.matchers); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
-	names := make([]string, 0, len(cfg.Alerts))
-	for name := range cfg.Alerts {
+// resolveAlerts applies the alerts' overrides to their defaults.
+func (r *resolved) resolveAlerts(overrides map[string]AlertConfig) error {
+
+	names := make([]string, 0, len(overrides))
+	for name := range overrides {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		if _, ok := specByName(name); !ok {
-			return nil, fieldErr("alerts."+name, nil, "unknown alert (known: %s)", strings.Join(AlertNames(), ", "))
+			return fieldErr("alerts."+genconfig.Key(name), nil, "unknown alert (known: %s)", strings.Join(AlertNames(), ", "))
 		}
 	}
 	for _, sp := range specs {
 		s := settings{enabled: true, threshold: sp.threshold, forDur: sp.forDur, keep: sp.keep, severity: sp.severity}
-		o := cfg.Alerts[sp.name]
+		o := overrides[sp.name]
 		path := "alerts." + sp.name + "."
 		if o.Enabled != nil {
 			s.enabled = *o.Enabled
@@ -403,19 +364,19 @@ func (cfg Config) resolve() (*resolved, error) {
 		if o.Threshold != nil {
 			t := *o.Threshold
 			if err := sp.bounds.check(t); err != nil {
-				return nil, fieldErr(path+"threshold", t, "%v", err)
+				return fieldErr(path+"threshold", t, "%v", err)
 			}
 			s.threshold = t
 		}
 		if o.For != nil {
 			if err := checkDuration(*o.For); err != nil {
-				return nil, fieldErr(path+"for", model.Duration(*o.For), "%v", err)
+				return fieldErr(path+"for", model.Duration(*o.For), "%v", err)
 			}
 			s.forDur = *o.For
 		}
 		if o.KeepFiringFor != nil {
 			if err := checkDuration(*o.KeepFiringFor); err != nil {
-				return nil, fieldErr(path+"keep_firing_for", model.Duration(*o.KeepFiringFor), "%v", err)
+				return fieldErr(path+"keep_firing_for", model.Duration(*o.KeepFiringFor), "%v", err)
 			}
 			s.keep = *o.KeepFiringFor
 		}
@@ -426,24 +387,21 @@ func (cfg Config) resolve() (*resolved, error) {
 			n := *o.MinInstances
 			switch {
 			case sp.name != AlertOpenFleetWide:
-				return nil, fieldErr(path+"min_instances", n, "only %s has min_instances", AlertOpenFleetWide)
+				return fieldErr(path+"min_instances", n, "only %s has min_instances", AlertOpenFleetWide)
 			case n < 1 || n > MaxMinInstances:
-				return nil, fieldErr(path+"min_instances", n, "out of range [1, %d]", MaxMinInstances)
+				return fieldErr(path+"min_instances", n, "out of range [1, %d]", MaxMinInstances)
 			}
 			s.minInstances = n
 		}
 		if o.Severity != "" {
 			if !slices.Contains(Severities, o.Severity) {
-				return nil, fieldErr(path+"severity", o.Severity, "not one of %s", strings.Join(Severities, ", "))
+				return fieldErr(path+"severity", o.Severity, "not one of %s", strings.Join(Severities, ", "))
 			}
 			s.severity = o.Severity
 		}
 		r.alerts[sp.name] = s
 	}
-	if r.slos, err = r.resolveSLOs(cfg.SLOs); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return nil
 }
 
 // checkBaseURL accepts an absolute http or https URL with a host, or a relative path, to which

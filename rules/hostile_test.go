@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"text/template"
@@ -109,5 +110,69 @@ func TestTemplateSyntaxNeverReachesAnnotationsUnescaped(t *testing.T) {
 			out, ok = runPromtool(t, dir, "test", "rules", "--run", "^("+AlertStuckOpen+"|"+AlertRetryRateHigh+"):", "rules.test.yaml")
 			require.True(t, ok, "runbook_url and dashboard_url expand to the literal URL: %s", firstLines(out, 40))
 		})
+	}
+}
+
+// TestRunbooksEscapeHostileNames: a title prefix and SLO ids and names full of Markdown and
+// HTML render as text in the runbooks: no tag, emphasis, link or broken code span gets in.
+func TestRunbooksEscapeHostileNames(t *testing.T) {
+	cfg := Config{
+		DashboardTitlePrefix: "<b>MARK</b> **bold** [l](javascript:alert(1)) # `c`",
+		SLOs: []SLO{
+			{ID: "**MARK** <i>x</i> [l](javascript:y)", Name: "a`b``c", Objective: 0.999},
+			{ID: "# MARK", NameRegex: "p|`q`", Objective: 0.99},
+		},
+	}
+	files, err := GenerateRunbooks(cfg)
+	require.NoError(t, err)
+	sawTitle, sawID := false, false
+	for _, f := range files {
+		text := regexp.MustCompile("(?s)```promql\n.*?```").ReplaceAllString(string(f.Data), "") // code blocks show the ids as PromQL
+		for _, bad := range []string{"<b>", "<i>", "](javascript", "**MARK", "**bold", "\n# MARK", " # `"} {
+			assert.NotContains(t, text, bad, f.Path)
+		}
+		sawTitle = sawTitle || strings.Contains(text, `\<b\>MARK\</b\> \*\*bold\*\* \[l\]\(javascript:alert\(1\)\) \# \`+"`c\\`")
+		if strings.Contains(f.Path, AlertErrorBudgetBurn) {
+			sawID = true
+			assert.Contains(t, text, `### \*\*MARK\*\* \<i\>x\</i\> \[l\]\(javascript:y\)`)
+			assert.Contains(t, text, "### \\# MARK")
+			assert.Contains(t, text, "Dependency ```a`b``c```;")
+			assert.Contains(t, text, "every name matching `` p|`q` ``;")
+		}
+	}
+	assert.True(t, sawTitle, "the escaped title prefix is in the runbooks")
+	assert.True(t, sawID, "the SLO runbook is generated")
+}
+
+// TestGrafanaVariablesRefused: Grafana has no escape for its variable syntax, so a string that
+// reaches the dashboards' queries or titles may not hold it: refused with a config error
+// naming the field, by the rules and the dashboards alike.
+func TestGrafanaVariablesRefused(t *testing.T) {
+	for _, c := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{Selector: `job="$job"`}, "selector"},
+		{Config{Selector: `job=~"${__user.login}"`}, "selector"},
+		{Config{Selector: `env="[[job]]"`}, "selector"},
+		{Config{Selector: `env="\x24job"`}, "selector"},
+		{Config{DashboardTitlePrefix: "shop ${__user.login}"}, "dashboards.title_prefix"},
+		{Config{SLOs: []SLO{{Name: "$job", Objective: 0.99}}}, "slos[0].name"},
+		{Config{SLOs: []SLO{{ID: "${__user.login}", Name: "p", Objective: 0.99}}}, "slos[0].id"},
+		{Config{SLOs: []SLO{{ID: "x", Name: "[[name]]", Objective: 0.99}}}, "slos[0].name"},
+		{Config{SLOs: []SLO{{ID: "x", NameRegex: "a|${name:regex}", Objective: 0.99}}}, "slos[0].name_regex"},
+	} {
+		err := c.cfg.Validate()
+		var ce *ConfigError
+		require.True(t, errors.As(err, &ce), "%+v: %v", c.cfg, err)
+		assert.Equal(t, c.field, ce.Field, "%v", err)
+		assert.Contains(t, ce.Reason, "Grafana has no escape", "%v", err)
+	}
+	for _, ok := range []Config{
+		{Selector: `name=~"pay$|cart$", env!="a[b]"`},
+		{DashboardTitlePrefix: "costs in $ and [brackets]"},
+		{SLOs: []SLO{{ID: "x", NameRegex: "^pay.*$", Objective: 0.99}}},
+	} {
+		assert.NoError(t, ok.Validate(), "%+v", ok)
 	}
 }

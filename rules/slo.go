@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/escape"
+	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
@@ -59,8 +61,11 @@ type SLO struct {
 	// alerts under the same objective.
 	NameRegex string
 	// Objective is the share of calls that must be good, such as 0.999 for 99.9%. It must be
-	// in (MinSLOObjective, 1): below MinSLOObjective the fastest burn rate the workbook pages
-	// on, 14.4 times the error budget, would exceed 100% of calls.
+	// in (MinSLOObjective, MaxSLOObjective]: at MinSLOObjective the fastest burn rate the
+	// workbook pages on, 14.4 times the error budget, is 99% of calls (at 1 − 1/14.4 it would
+	// be all of them); above MaxSLOObjective (99.999%) the error budget is under 26 seconds of
+	// a 30-day period and the minimum-traffic guards need more calls than the generated tests
+	// can replay exactly.
 	Objective float64
 	// Period is the rolling SLO period (the error budget's window); 0 means DefaultSLOPeriod
 	// (30d). The windows of the burn-rate alerts scale with it: at 30d they are the workbook's
@@ -95,12 +100,26 @@ const (
 	// MinSLOPeriod and MaxSLOPeriod bound SLO.Period: at 6d the shortest window is 1m.
 	MinSLOPeriod = 6 * 24 * time.Hour
 	MaxSLOPeriod = 90 * 24 * time.Hour
-	// MinSLOObjective bounds SLO.Objective from below (exclusive): 1 - 1/14.4.
-	MinSLOObjective = 1 - 1/14.4
-	// MaxSLOs caps the number of SLOs: each is a rule group of 15 rules.
-	MaxSLOs = 100
+	// MinSLOObjective bounds SLO.Objective from below (exclusive): 1 − 0.99/14.4, where the
+	// 14.4× page needs 99% of calls to fail.
+	MinSLOObjective = 1 - 0.99/14.4
+	// MaxSLOObjective bounds SLO.Objective from above (inclusive): 99.999%.
+	MaxSLOObjective = 0.99999
+	// MaxSLOs caps the number of SLOs of one config. Each is a rule group of 15 rules, and
+	// its generated promtool tests evaluate every SLO's rules: their run time grows with the
+	// square of the SLO count, and 4 SLOs of a 90-day period keep `promtool test rules` within
+	// a minute. Generate larger sets from several configs (distinct ids) into separate
+	// directories.
+	MaxSLOs = 4
 	// MaxSLOIDLength caps SLO.ID, in bytes.
 	MaxSLOIDLength = 128
+	// MaxSLONameLength caps SLO.Name, in bytes: the longest name a primitive can have
+	// (instrument.MaxNameLen).
+	MaxSLONameLength = 256
+	// MaxSLONameRegexLength caps SLO.NameRegex, in bytes.
+	MaxSLONameRegexLength = 1024
+	// MaxSLOLabelValueLength caps the values of SLO.Labels, in bytes.
+	MaxSLOLabelValueLength = 1024
 	// MaxSLOMinCalls caps SLO.MinCalls.
 	MaxSLOMinCalls = 1_000_000_000
 	// MaxSLOLabels caps the number of SLO.Labels.
@@ -244,58 +263,89 @@ func (r *resolved) resolveSLOs(slos []SLO) ([]*resolvedSLO, error) {
 
 func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 	rs := &resolvedSLO{SLO: s, index: i}
+	for _, step := range []func(int, *resolvedSLO) error{resolveSLOName, resolveSLOTargets, r.resolveSLOLabels} {
+		if err := step(i, rs); err != nil {
+			return nil, err
+		}
+	}
+	rs.resolveBurns()
+	return rs, nil
+}
+
+// resolveSLOName checks the SLO's dependency (name or name_regex) and its id.
+func resolveSLOName(i int, rs *resolvedSLO) error {
+	s := rs.SLO
 	switch {
 	case s.Name != "" && s.NameRegex != "":
-		return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "set name or name_regex, not both")
+		return fieldErr(sloPath(i, "name_regex"), s.NameRegex, "set name or name_regex, not both")
 	case s.Name == "" && s.NameRegex == "":
-		return nil, fieldErr(sloPath(i, "name"), nil, "missing: set name (one dependency) or name_regex (several)")
+		return fieldErr(sloPath(i, "name"), nil, "missing: set name (one dependency) or name_regex (several)")
 	case s.Name != "":
 		if !utf8.ValidString(s.Name) {
-			return nil, fieldErr(sloPath(i, "name"), s.Name, "not valid UTF-8")
+			return fieldErr(sloPath(i, "name"), s.Name, "not valid UTF-8")
+		}
+		if len(s.Name) > MaxSLONameLength {
+			return fieldErr(sloPath(i, "name"), s.Name, "%d bytes, at most %d allowed (the longest name a primitive can have)", len(s.Name), MaxSLONameLength)
 		}
 		rs.name = eq(catalog.LabelName, s.Name)
 	default:
 		if !utf8.ValidString(s.NameRegex) {
-			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "not valid UTF-8")
+			return fieldErr(sloPath(i, "name_regex"), s.NameRegex, "not valid UTF-8")
+		}
+		if len(s.NameRegex) > MaxSLONameRegexLength {
+			return fieldErr(sloPath(i, "name_regex"), s.NameRegex, "%d bytes, at most %d allowed", len(s.NameRegex), MaxSLONameRegexLength)
 		}
 		if _, err := syntax.Parse(s.NameRegex, syntax.Perl); err != nil {
-			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "not a regular expression: %v", err)
+			return fieldErr(sloPath(i, "name_regex"), s.NameRegex, "not a regular expression: %v", err)
 		}
 		m, err := selector.NewMatcher(selector.MatchRegexp, catalog.LabelName, s.NameRegex)
 		if err != nil {
-			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "%s", reason(err))
+			return fieldErr(sloPath(i, "name_regex"), s.NameRegex, "%s", reason(err))
 		}
 		if m.Matches("") {
-			return nil, fieldErr(sloPath(i, "name_regex"), s.NameRegex, "matches the empty name: every series has a name")
+			return fieldErr(sloPath(i, "name_regex"), s.NameRegex, "matches the empty name: every series has a name")
 		}
 		rs.name = m
 		if s.ID == "" {
-			return nil, fieldErr(sloPath(i, "id"), nil, "missing: an SLO with name_regex needs an id")
+			return fieldErr(sloPath(i, "id"), nil, "missing: an SLO with name_regex needs an id")
 		}
 	}
 	if rs.ID == "" {
 		rs.ID = s.Name
+	}
+	if err := grafanaSafe(i, s); err != nil {
+		return err
 	}
 	if err := checkSLOText(rs.ID, MaxSLOIDLength); err != nil {
 		field := "id"
 		if s.ID == "" {
 			field = "name"
 		}
-		return nil, fieldErr(sloPath(i, field), rs.ID, "not usable as an SLO id: %v", err)
+		return fieldErr(sloPath(i, field), rs.ID, "not usable as an SLO id: %v", err)
 	}
 
+	return nil
+}
+
+// resolveSLOTargets checks the objective, the period (and scales the windows), the source
+// and the minimum-traffic guard.
+func resolveSLOTargets(i int, rs *resolvedSLO) error {
+	s := rs.SLO
 	o := s.Objective
 	switch {
 	case math.IsNaN(o) || o <= 0 || o >= 1:
-		return nil, fieldErr(sloPath(i, "objective"), o, "want a share of good calls in (0, 1), such as 0.999 for 99.9%%")
+		return fieldErr(sloPath(i, "objective"), o, "want a share of good calls in (0, 1), such as 0.999 for 99.9%%")
 	case o <= MinSLOObjective:
-		return nil, fieldErr(sloPath(i, "objective"), o,
-			"too low for burn-rate alerting: the 14.4× page would need %s of calls to fail (more than all of them); objectives must be above %s",
+		return fieldErr(sloPath(i, "objective"), o,
+			"too low for burn-rate alerting: the 14.4× page would need %s of calls to fail; objectives must be above %s",
 			pct(14.4*(1-o)), pct(MinSLOObjective))
+	case o > MaxSLOObjective:
+		return fieldErr(sloPath(i, "objective"), o,
+			"too high: at most %s (an error budget under 26 seconds a month is not a dependency SLO burn-rate alerts can watch)", pct(MaxSLOObjective))
 	}
 	obj, ok := new(big.Rat).SetString(strconv.FormatFloat(o, 'g', -1, 64))
 	if !ok { // not reached: a finite float's shortest form always parses
-		return nil, fieldErr(sloPath(i, "objective"), o, "not a decimal number")
+		return fieldErr(sloPath(i, "objective"), o, "not a decimal number")
 	}
 	rs.budget = new(big.Rat).Sub(big.NewRat(1, 1), obj)
 
@@ -304,10 +354,10 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 	}
 	switch p := rs.Period; {
 	case p < MinSLOPeriod || p > MaxSLOPeriod:
-		return nil, fieldErr(sloPath(i, "period"), model.Duration(s.Period), "out of range [%s, %s] (the shortest alert window is the period / 8640: at least 1m)",
+		return fieldErr(sloPath(i, "period"), model.Duration(s.Period), "out of range [%s, %s] (the shortest alert window is the period / 8640: at least 1m)",
 			FormatDuration(MinSLOPeriod), FormatDuration(MaxSLOPeriod))
 	case p%time.Second != 0:
-		return nil, fieldErr(sloPath(i, "period"), model.Duration(s.Period), "not a whole number of seconds")
+		return fieldErr(sloPath(i, "period"), model.Duration(s.Period), "not a whole number of seconds")
 	}
 	for _, w := range sloReferenceWindows {
 		rs.windows = append(rs.windows, scaleWindow(w, rs.Period))
@@ -318,12 +368,18 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 		rs.Source = SLOSourceRetry
 	case SLOSourceRetry, SLOSourceBreaker:
 	default:
-		return nil, fieldErr(sloPath(i, "source"), string(s.Source), "not one of %s, %s", SLOSourceRetry, SLOSourceBreaker)
+		return fieldErr(sloPath(i, "source"), string(s.Source), "not one of %s, %s", SLOSourceRetry, SLOSourceBreaker)
 	}
 	if s.MinCalls < 0 || s.MinCalls > MaxSLOMinCalls {
-		return nil, fieldErr(sloPath(i, "min_calls"), s.MinCalls, "out of range [0, %d] (0: the default of each alert, 1: no guard)", MaxSLOMinCalls)
+		return fieldErr(sloPath(i, "min_calls"), s.MinCalls, "out of range [0, %d] (0: the default of each alert, 1: no guard)", MaxSLOMinCalls)
 	}
 
+	return nil
+}
+
+// resolveSLOLabels checks the severities and the routing labels.
+func (r *resolved) resolveSLOLabels(i int, rs *resolvedSLO) error {
+	s := rs.SLO
 	rs.severity = map[bool]string{true: "critical", false: "warning"}
 	for _, sev := range []struct {
 		page  bool
@@ -334,30 +390,35 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 			continue
 		}
 		if !slices.Contains(Severities, sev.v) {
-			return nil, fieldErr(sloPath(i, sev.field), sev.v, "not one of %s", strings.Join(Severities, ", "))
+			return fieldErr(sloPath(i, sev.field), sev.v, "not one of %s", strings.Join(Severities, ", "))
 		}
 		rs.severity[sev.page] = sev.v
 	}
 
 	if len(s.Labels) > MaxSLOLabels {
-		return nil, fieldErr(sloPath(i, "labels"), nil, "%d labels, at most %d allowed", len(s.Labels), MaxSLOLabels)
+		return fieldErr(sloPath(i, "labels"), nil, "%d labels, at most %d allowed", len(s.Labels), MaxSLOLabels)
 	}
 	for _, k := range sortedKeys(s.Labels) {
-		p := sloPath(i, "labels."+k)
+		p := sloPath(i, "labels."+genconfig.Key(k))
+		if why := genconfig.CheckLabelName(k); why != "" {
+			return fieldErr(p, nil, "%s", why)
+		}
 		switch {
-		case !selector.ValidLabelName(k):
-			return nil, fieldErr(p, nil, "%q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*)", k)
-		case strings.HasPrefix(k, "__"):
-			return nil, fieldErr(p, nil, "%q is reserved (label names starting with __ are internal)", k)
 		case k == LabelSLO || k == LabelLongWindow || k == LabelShortWindow || k == labelSeverity || k == model.AlertNameLabel ||
 			k == labelInstance || slices.Contains(r.groupBy, k) || selector.ReservedLabel(k):
-			return nil, fieldErr(p, nil, "%q is a label the alerts already carry (set page_severity or ticket_severity for the severity)", k)
+			return fieldErr(p, nil, "%q is a label the alerts already carry (set page_severity or ticket_severity for the severity)", k)
 		}
-		if err := checkSLOText(s.Labels[k], 1024); err != nil && s.Labels[k] != "" {
-			return nil, fieldErr(p, s.Labels[k], "%v", err)
+		if err := checkSLOText(s.Labels[k], MaxSLOLabelValueLength); err != nil && s.Labels[k] != "" {
+			return fieldErr(p, s.Labels[k], "%v", err)
 		}
 	}
 
+	return nil
+}
+
+// resolveBurns derives the four burn-rate rules: windows, thresholds, guards, severities.
+func (rs *resolvedSLO) resolveBurns() {
+	s := rs.SLO
 	for _, b := range BurnRateRules {
 		rb := resolvedBurn{
 			BurnRateRule: b,
@@ -386,7 +447,17 @@ func (r *resolved) resolveSLO(i int, s SLO) (*resolvedSLO, error) {
 		}
 		rs.burns = append(rs.burns, rb)
 	}
-	return rs, nil
+}
+
+// grafanaSafe refuses Grafana variable syntax in the SLO's id, name and name_regex, which the
+// SLOs dashboard puts in its queries and titles: Grafana would substitute it.
+func grafanaSafe(i int, s SLO) error {
+	for _, f := range []struct{ field, v string }{{"id", s.ID}, {"name", s.Name}, {"name_regex", s.NameRegex}} {
+		if v := escape.GrafanaVariable(f.v); v != "" {
+			return fieldErr(sloPath(i, f.field), f.v, "holds %s, %s", genconfig.Quote(v), genconfig.NoGrafanaVariables)
+		}
+	}
+	return nil
 }
 
 // checkSLOText accepts printable UTF-8 of at most max bytes, without surrounding white space.
@@ -729,7 +800,7 @@ func (r *resolved) burnRule(s *resolvedSLO, b resolvedBurn) Rule {
 const SLODashboardUID = DefaultDashboardUIDPrefix + sloDashboardSuffix
 
 // sloDashboardSuffix ends the SLOs dashboard's uid.
-const sloDashboardSuffix = "-slos"
+const sloDashboardSuffix = genconfig.SLOsSuffix
 
 // sloDashboardURL is the dashboard_url annotation of the burn-rate alerts: the SLOs dashboard
 // under base (the Grafana base URL, as template text or expanded; "" for Grafana's root) with

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/escape"
 )
 
 // sloDashboardTitle is the title of the SLOs dashboard the runbook points at.
@@ -110,11 +111,11 @@ func (r *resolved) sloRunbookText() []byte {
 
 	p("\n## The SLOs\n\n")
 	for _, s := range r.slos {
-		dep := "`" + s.Name + "`"
+		dep := escape.CodeSpan(s.Name)
 		if s.NameRegex != "" {
-			dep = "every name matching `" + s.NameRegex + "`"
+			dep = "every name matching " + escape.CodeSpan(s.NameRegex)
 		}
-		p("### %s\n\n", s.ID)
+		p("### %s\n\n", escape.Markdown(s.ID))
 		p("Dependency %s; objective %s over %s (error budget %s of the calls); source `%s`; fallbacks %s.\n\n",
 			dep, pct(s.Objective), FormatDuration(s.Period), pct(s.budgetShare()), s.Source, map[bool]string{true: "count as good", false: "count as bad"}[s.FallbacksGood])
 		p("| Severity | Burn rate | Threshold (error ratio) | Long window | Short window | Minimum calls in the long window |\n|---|---|---|---|---|---|\n")

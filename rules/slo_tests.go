@@ -28,7 +28,8 @@ import (
 // while, so rate() never extrapolates a counter towards zero.
 const sloTestOffset = 1_000_000
 
-// sloCallsPerStep is the calls per step (15s) of the scenarios with ordinary traffic.
+// sloCallsPerStep is the calls per step (15s) of the scenarios with ordinary traffic, unless
+// the SLO's minimum-traffic guard needs more (sloTester.callsPerStep).
 const sloCallsPerStep = 1000
 
 // sloEvalInterval is the evaluation interval of the SLO tests: Prometheus' default. The input
@@ -43,6 +44,7 @@ const evalEvery = int(sloEvalInterval / step)
 // sloEvalInterval, from 0; evaluation k sees the samples up to sample k·evalEvery.
 type sloSim struct {
 	s         *resolvedSLO
+	peers     []*sloSim // the other SLOs reading the same counters (same dependency and source)
 	good, bad []float64 // counter values by sample
 	calls     []float64 // recorded base rate of all calls, by evaluation; NaN where absent
 	badCalls  []float64 // recorded base rate of bad calls (present from the first evaluation)
@@ -53,12 +55,18 @@ type sloSim struct {
 // good(i) and bad(i), and records the base rates.
 func newSLOSim(s *resolvedSLO, evals int, good, bad func(i int) float64) *sloSim {
 	n := (evals-1)*evalEvery + 1
-	sim := &sloSim{s: s, good: make([]float64, n), bad: make([]float64, n), calls: make([]float64, evals), badCalls: make([]float64, evals)}
-	sim.good[0], sim.bad[0] = sloTestOffset, sloTestOffset
+	g, b := make([]float64, n), make([]float64, n)
+	g[0], b[0] = sloTestOffset, sloTestOffset
 	for i := 1; i < n; i++ {
-		sim.good[i] = sim.good[i-1] + good(i)
-		sim.bad[i] = sim.bad[i-1] + bad(i)
+		g[i] = g[i-1] + good(i)
+		b[i] = b[i-1] + bad(i)
 	}
+	return replaySLO(s, evals, g, b)
+}
+
+// replaySLO replays s's rules over the counters good and bad for evals evaluations.
+func replaySLO(s *resolvedSLO, evals int, good, bad []float64) *sloSim {
+	sim := &sloSim{s: s, good: good, bad: bad, calls: make([]float64, evals), badCalls: make([]float64, evals)}
 	for _, b := range s.burns {
 		sim.thr = append(sim.thr, decimalFloat(b.threshold))
 	}
@@ -243,10 +251,24 @@ func (sim *sloSim) states(k int) []burnState {
 	return out
 }
 
-// certain reports whether the outcome at evaluation k cannot depend on float rounding: no
-// comparison near its threshold, and no firing alert's value near a rounding boundary of its
-// four-digit description.
+// certain reports whether the outcome at evaluation k, of this SLO's rules and of its peers',
+// cannot depend on float rounding.
 func (sim *sloSim) certain(k int) bool {
+	if !sim.certainAlone(k) {
+		return false
+	}
+	for _, p := range sim.peers {
+		if !p.certainAlone(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// certainAlone reports whether the outcome of this SLO's rules at evaluation k cannot depend
+// on float rounding: no comparison near its threshold, and no firing alert's value near a
+// rounding boundary of its four-digit description.
+func (sim *sloSim) certainAlone(k int) bool {
 	for _, st := range sim.states(k) {
 		if st.margin < 1e-9 {
 			return false
@@ -289,21 +311,27 @@ func allBurns(resolvedBurn) bool    { return true }
 func pageBurns(b resolvedBurn) bool { return b.Page }
 
 // settle returns an evaluation at or after k (at most 10 later, and before the end) whose
-// outcome is certain, or -1.
+// outcome is certain, or -1. It prefers one where the peers' outcomes are certain too; failing
+// that, one where this SLO's is (render leaves a check out where a peer's is not).
 func (sim *sloSim) settle(k int) int {
-	for j := k; j < sim.evals() && j <= k+10; j++ {
-		if sim.certain(j) {
-			return j
+	for _, certain := range []func(int) bool{sim.certain, sim.certainAlone} {
+		for j := k; j < sim.evals() && j <= k+10; j++ {
+			if certain(j) {
+				return j
+			}
 		}
 	}
 	return -1
 }
 
-// settleBefore returns the last certain evaluation at or before k and after floor, or -1.
+// settleBefore returns the last certain evaluation at or before k and after floor, or -1, with
+// settle's preference.
 func (sim *sloSim) settleBefore(k, floor int) int {
-	for j := k; j > floor; j-- {
-		if sim.certain(j) {
-			return j
+	for _, certain := range []func(int) bool{sim.certain, sim.certainAlone} {
+		for j := k; j > floor; j-- {
+			if certain(j) {
+				return j
+			}
 		}
 	}
 	return -1
@@ -329,6 +357,31 @@ type sloTester struct {
 	r  *resolved
 	s  *resolvedSLO
 	lv map[string]string // label values of the test series (name satisfies the SLO)
+	// peers are the other SLOs that select the test series' name and read the same counters
+	// (same source): their alerts fire on this SLO's scenarios too, and promtool compares all
+	// the alerts of a name, so every check expects theirs as well.
+	peers []*resolvedSLO
+	// calls is the calls per step of the scenarios with ordinary traffic: sloCallsPerStep, or
+	// twice what the SLO's minimum-traffic guards need in their long windows.
+	calls float64
+}
+
+// newSim replays the SLO's rules and its peers' over the same counters.
+func (t *sloTester) newSim(evals int, good, bad func(i int) float64) *sloSim {
+	sim := newSLOSim(t.s, evals, good, bad)
+	for _, p := range t.peers {
+		sim.peers = append(sim.peers, replaySLO(p, evals, sim.good, sim.bad))
+	}
+	return sim
+}
+
+// callsPerStep is the tester's calls: enough traffic for every guard to let the alerts fire.
+func callsPerStep(s *resolvedSLO) float64 {
+	calls := float64(sloCallsPerStep)
+	for _, b := range s.burns {
+		calls = max(calls, math.Ceil(2*float64(b.minCalls)*step.Seconds()/b.long.Seconds()))
+	}
+	return calls
 }
 
 // sloTestLabels picks the test label values of an SLO: a name the SLO selects.
@@ -411,10 +464,17 @@ func (t *sloTester) render(sc sloScenario) yamlTestGroup {
 		}
 	}
 	for _, k := range sc.checks {
+		if !sc.sim.certain(k) {
+			// A peer's comparison within rounding of its threshold: the scenarios choose
+			// their own checks where they are certain, a peer may still be undecided there.
+			continue
+		}
 		at := yamlAlertTest{EvalTime: FormatDuration(evalTime(k)), Alertname: AlertErrorBudgetBurn, ExpAlerts: []yamlExpAlert{}}
-		for b, st := range sc.sim.states(k) {
-			if st.firing {
-				at.ExpAlerts = append(at.ExpAlerts, t.expAlert(t.s.burns[b], st.value))
+		for _, sim := range append([]*sloSim{sc.sim}, sc.sim.peers...) {
+			for b, st := range sim.states(k) {
+				if st.firing {
+					at.ExpAlerts = append(at.ExpAlerts, t.expAlert(sim.s, sim.s.burns[b], st.value))
+				}
 			}
 		}
 		g.AlertRuleTests = append(g.AlertRuleTests, at)
@@ -422,20 +482,21 @@ func (t *sloTester) render(sc sloScenario) yamlTestGroup {
 	return g
 }
 
-func (t *sloTester) expAlert(b resolvedBurn, value float64) yamlExpAlert {
-	labels := map[string]string{labelSeverity: b.severity, LabelSLO: t.s.ID,
+// expAlert is the alert burn rule b of SLO s (the tester's or a peer's) fires with value.
+func (t *sloTester) expAlert(s *resolvedSLO, b resolvedBurn, value float64) yamlExpAlert {
+	labels := map[string]string{labelSeverity: b.severity, LabelSLO: s.ID,
 		LabelLongWindow: FormatDuration(b.long), LabelShortWindow: FormatDuration(b.short)}
 	for _, l := range t.r.labels(false) {
 		if t.lv[l] != "" {
 			labels[l] = t.lv[l]
 		}
 	}
-	maps.Copy(labels, t.s.Labels)
+	maps.Copy(labels, s.Labels)
 	return yamlExpAlert{
 		ExpLabels: labels,
 		ExpAnnotations: map[string]string{
 			"summary":       burnSummary(b),
-			"description":   t.r.burnDescription(t.s, b, func(l string) string { return t.lv[l] }, func(s string) string { return s }, humanizePercentage(value)),
+			"description":   t.r.burnDescription(s, b, func(l string) string { return t.lv[l] }, func(s string) string { return s }, humanizePercentage(value)),
 			"runbook_url":   t.r.runbookURL(AlertErrorBudgetBurn),
 			"dashboard_url": t.r.sloDashboardURL(t.r.grafanaBase, func(l string) string { return url.QueryEscape(t.lv[l]) }),
 		},
@@ -450,7 +511,12 @@ func (r *resolved) sloTests(lv map[string]string) ([]yamlTestGroup, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := &sloTester{r: r, s: s, lv: slv}
+		t := &sloTester{r: r, s: s, lv: slv, calls: callsPerStep(s)}
+		for _, o := range r.slos {
+			if o != s && o.Source == s.Source && o.name.Matches(slv[catalog.LabelName]) {
+				t.peers = append(t.peers, o)
+			}
+		}
 		for _, build := range []func() ([]sloScenario, error){t.fastBurn, t.slowBurn, t.blip, t.idle, t.lowTraffic, t.budget, t.composition} {
 			scs, err := build()
 			if err != nil {
@@ -487,12 +553,12 @@ func (t *sloTester) fastBurn() ([]sloScenario, error) {
 	s := t.s
 	b0 := s.burns[0]
 	budget := s.budgetShare()
-	bad := math.Max(1, math.Round(math.Min(1, 50*budget)*sloCallsPerStep))
-	share := bad / sloCallsPerStep
+	bad := math.Max(1, math.Round(math.Min(1, 50*budget)*t.calls))
+	share := bad / t.calls
 	warmEvals := evalsIn(b0.long + s.base())
 	warm := warmEvals * evalEvery // the last healthy sample
 	evals := warmEvals + 2*evalsIn(b0.long) + evalsIn(s.base())
-	sim := newSLOSim(s, evals, from(warm, sloCallsPerStep-bad, sloCallsPerStep), from(warm, bad, 0))
+	sim := t.newSim(evals, from(warm, t.calls-bad, t.calls), from(warm, bad, 0))
 	first := -1
 	for k := warmEvals; k < evals; k++ {
 		if sim.state(k, 0).firing {
@@ -530,11 +596,11 @@ const slowBurnFactor = 4.5
 func (t *sloTester) slowBurn() ([]sloScenario, error) {
 	s := t.s
 	budget := s.budgetShare()
-	bad := slowBurnFactor * budget * sloCallsPerStep
+	bad := slowBurnFactor * budget * t.calls
 	warmEvals := evalsIn(s.burns[0].long + s.base())
 	warm := warmEvals * evalEvery
 	limit := warmEvals + 4*evalsIn(s.burns[3].short) + 4*warmEvals
-	sim := newSLOSim(s, limit, from(warm, sloCallsPerStep-bad, sloCallsPerStep), from(warm, bad, 0))
+	sim := t.newSim(limit, from(warm, t.calls-bad, t.calls), from(warm, bad, 0))
 	firstTicket, allTickets := -1, -1
 	for k := warmEvals; k < limit && allTickets < 0; k++ {
 		both := true
@@ -562,7 +628,7 @@ func (t *sloTester) slowBurn() ([]sloScenario, error) {
 		return nil, fmt.Errorf("no certain evaluation around the tickets")
 	}
 	// The scenario ends at its last check.
-	sim = newSLOSim(s, end+1, from(warm, sloCallsPerStep-bad, sloCallsPerStep), from(warm, bad, 0))
+	sim = t.newSim(end+1, from(warm, t.calls-bad, t.calls), from(warm, bad, 0))
 	for k := range sim.evals() {
 		if sim.anyFiring(k, pageBurns) {
 			return nil, fmt.Errorf("a %s× burn paged", num(slowBurnFactor))
@@ -585,8 +651,8 @@ func (t *sloTester) blip() ([]sloScenario, error) {
 	s := t.s
 	b0 := s.burns[0]
 	share := math.Min(1, 0.5*decimalFloat(b0.threshold)*b0.long.Seconds()/step.Seconds())
-	bad := math.Max(1, math.Floor(share*sloCallsPerStep))
-	share = bad / sloCallsPerStep
+	bad := math.Max(1, math.Floor(share*t.calls))
+	share = bad / t.calls
 	before := evalsIn(b0.long + s.base())
 	for _, b := range s.burns {
 		before = max(before, evalsIn(time.Duration(1.25*share/decimalFloat(b.threshold)*float64(step))))
@@ -594,8 +660,8 @@ func (t *sloTester) blip() ([]sloScenario, error) {
 	for try := 0; try < 6; try, before = try+1, before*2 {
 		at := before*evalEvery + 1 // the blip's sample, right after an evaluation
 		evals := before + evalsIn(b0.long+s.base()) + 2
-		sim := newSLOSim(s, evals,
-			func(i int) float64 { return sloCallsPerStep - onlyIf(i == at, bad) },
+		sim := t.newSim(evals,
+			func(i int) float64 { return t.calls - onlyIf(i == at, bad) },
 			func(i int) float64 { return onlyIf(i == at, bad) })
 		if !sim.silentThroughout() {
 			continue
@@ -622,7 +688,7 @@ func onlyIf(cond bool, v float64) float64 {
 func (t *sloTester) idle() ([]sloScenario, error) {
 	s := t.s
 	evals := evalsIn(s.burns[0].long+s.base()) + 2
-	sim := newSLOSim(s, evals, none, none)
+	sim := t.newSim(evals, none, none)
 	if !sim.silentThroughout() {
 		return nil, fmt.Errorf("idle traffic raised an alert")
 	}
@@ -649,7 +715,7 @@ func (t *sloTester) lowTraffic() ([]sloScenario, error) {
 	failEval := evalsIn(b0.long + s.base())
 	fail := max(failEval*evalEvery/every*every, every) // the sample of a call that fails
 	evals := fail/evalEvery + evalsIn(b0.long+s.base()) + 2
-	sim := newSLOSim(s, evals,
+	sim := t.newSim(evals,
 		func(i int) float64 { return onlyIf(i%every == 0 && i != fail, 1) },
 		func(i int) float64 { return onlyIf(i == fail, 1) })
 	if !sim.silentThroughout() {
@@ -669,9 +735,9 @@ func (t *sloTester) lowTraffic() ([]sloScenario, error) {
 func (t *sloTester) budget() ([]sloScenario, error) {
 	s := t.s
 	budget := s.budgetShare()
-	bad := budget / 2 * sloCallsPerStep
+	bad := budget / 2 * t.calls
 	at := evalsIn(s.burns[0].long + s.base())
-	sim := newSLOSim(s, at+1, func(int) float64 { return sloCallsPerStep - bad }, func(int) float64 { return bad })
+	sim := t.newSim(at+1, func(int) float64 { return t.calls - bad }, func(int) float64 { return bad })
 	labels := t.aggLabels()
 	sc := sloScenario{
 		name: fmt.Sprintf("budget arithmetic: %s of calls failing (half the %s budget) leaves %s of the budget; every window records %s",
@@ -767,7 +833,7 @@ func (t *sloTester) composition() ([]sloScenario, error) {
 	for _, x := range ins {
 		series = append(series, t.series(x.m, steadyCounter(n, x.inc), x.extra...))
 	}
-	idle := newSLOSim(s, at+1, none, none)
+	idle := t.newSim(at+1, none, none)
 	what := "successful calls (with or without retry) and calls that failed on a 4xx answer are good; other failed calls (the breaker's and the bulkhead's rejections and deadlines included) are bad; aborted calls are neither"
 	if s.Source == SLOSourceBreaker {
 		what = "successful and slow successful calls are good; failed and slow failed calls and the breaker's and the bulkhead's rejections are bad; ignored calls are neither"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/dashboards"
+	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
@@ -207,7 +208,7 @@ func (c *config) mapping(n *yaml.Node, path string, fs fields) error {
 			return c.errAt(k, path, nil, "a key must be a plain name, got %s", kindName(k))
 		}
 		key := k.Value
-		p := joinPath(path, key)
+		p := joinPath(path, genconfig.Key(key))
 		if line, dup := seen[key]; dup {
 			return c.errAt(k, p, nil, "duplicate key (first at line %d)", line)
 		}

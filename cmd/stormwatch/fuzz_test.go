@@ -23,6 +23,9 @@ import (
 // satisfies, as a located config error), and its rule file is what Prometheus loads: strict
 // YAML whose annotations and labels are templates that parse and expand to plain text, with
 // runbook_url expanding to the configured base plus the alert name.
+// Every input under 1 MiB also stays bounded (checkBounded): generate's heap peaks under
+// 256 MB and it writes at most 20 MB, or it stops at a config error on one line (exit 2); the
+// promtool half of the contract is TestHostileConfigsPassPromtool.
 // The seed corpus is in testdata/fuzz/FuzzConfig (issue 14's hostile inputs among them).
 func FuzzConfig(f *testing.F) {
 	for _, s := range []string{
@@ -32,7 +35,18 @@ func FuzzConfig(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	for _, hc := range hostileConfigs() {
+		if !hc.accept { // the accepted ones take seconds each: TestHostileConfigsStayBounded runs them
+			f.Add([]byte(hc.data))
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) >= maxConfigSize {
+			return
+		}
+		if _, accepted := checkBounded(t, data); !accepted {
+			return
+		}
 		c, err := parseConfig("c.yaml", data)
 		if err != nil {
 			var ce *catalog.ConfigError

@@ -27,6 +27,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -63,6 +64,7 @@ func freshExposition(t *testing.T) []exposedSeries {
 		Fallback: &fallback.Config{},
 		Limit:    &limit.Config{},
 		Throttle: &throttle.Config{},
+		Hedge:    &hedge.Config{},
 	})
 	require.NoError(t, err)
 	c, err := collector.New(reg)

@@ -9,6 +9,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/internal/activity"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/timeout"
 )
@@ -221,7 +222,7 @@ func probe(v any) (activity uint64, keep bool) {
 }
 
 func breakerProbe(b *breaker.Breaker) (uint64, bool) {
-	act, settled := b.Activity()
+	act, settled := activity.Breaker(b)
 	return act, !settled
 }
 

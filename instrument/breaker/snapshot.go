@@ -6,6 +6,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/histogram"
+	"github.com/stormwatch-go/stormwatch/instrument/internal/activity"
 )
 
 // Snapshot is a read-only view of a breaker: everything an exporter or a test reads. Counters
@@ -103,13 +104,17 @@ func (b *Breaker) Snapshot() Snapshot {
 	return sn
 }
 
-// Activity is what a registry's idle eviction reads of a breaker, cheaply (a few atomic
-// loads, no allocation): a number that moves whenever the breaker completes a call, and
-// whether the breaker is settled — closed, with no failure or slow call in its window — so
-// that replacing it with a fresh breaker would lose nothing that protects its dependency.
-// Rejections and trips need not move the number: they happen only while the breaker is not
-// settled.
-func (b *Breaker) Activity() (n uint64, settled bool) {
+func init() {
+	activity.Breaker = func(b any) (uint64, bool) { return b.(*Breaker).activity() }
+}
+
+// activity is what a registry's idle eviction reads of a breaker (through package
+// instrument/internal/activity), cheaply (a few atomic loads, no allocation): a number that
+// moves whenever the breaker completes a call, and whether the breaker is settled — closed,
+// with no failure or slow call in its window — so that replacing it with a fresh breaker would
+// lose nothing that protects its dependency. Rejections and trips need not move the number:
+// they happen only while the breaker is not settled.
+func (b *Breaker) activity() (n uint64, settled bool) {
 	for k := range b.calls {
 		n += b.calls[k].Load()
 	}

@@ -262,7 +262,7 @@ func TestLabelNames(t *testing.T) {
 		own = append(own, n)
 	}
 	slices.Sort(own)
-	assert.Equal(t, []string{"cause", "class", "from", "kind", "le", "primitive", "source", "state", "to"}, own)
+	assert.Equal(t, []string{"cause", "class", "from", "kind", "le", "outcome", "primitive", "reason", "source", "state", "to"}, own)
 	for _, n := range []string{"state", "le", "__name__", "__x"} {
 		assert.True(t, ReservedLabel(n), n)
 	}

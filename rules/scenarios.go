@@ -25,6 +25,8 @@ var scenarios = map[string]func(c *scenario) ([]testCase, error){
 	AlertBulkheadSaturated:      saturatedScenarios,
 	AlertFallbackSustained:      fallbackScenarios,
 	AlertSlowCallRateHigh:       slowCallScenarios,
+	AlertDependencyOutage:       outageScenarios,
+	AlertRetryStormContained:    containedScenarios,
 }
 
 // value is the alert's value at time at, computed from the input series as the rule computes
@@ -39,7 +41,20 @@ func (c *scenario) value(tracks []*track, at time.Duration) float64 {
 	case AlertRetryRateHigh, AlertRetryRateSpike:
 		return sumRate(tracks, at, w, catalog.RetryAttempts) / sumRate(tracks, at, w, catalog.RetryCalls)
 	case AlertRetryBudgetExhausted:
-		return sumIncrease(tracks, at, budgetWindow, catalog.RetryBudgetDenied)
+		d := sumRate(tracks, at, w, catalog.RetryBudgetDenied)
+		return d / (d + sumRate(tracks, at, w, catalog.RetryAttempts))
+	case AlertDependencyOutage:
+		failed := sumRate(tracks, at, w, catalog.RetryCalls, kind, catalog.RetryFailedWithRetry.String()) +
+			sumRate(tracks, at, w, catalog.RetryCalls, kind, catalog.RetryFailedWithoutRetry.String())
+		calls := sumRate(tracks, at, w, catalog.RetryCalls)
+		if len(selectTracks(tracks, catalog.RetryCalls)) == 0 {
+			np := sumRate(tracks, at, w, catalog.BreakerNotPermitted)
+			failed = sumRate(tracks, at, w, catalog.BreakerCalls, kind, catalog.CallFailed.String()) + np
+			calls = sumRate(tracks, at, w, catalog.BreakerCalls) + np
+		}
+		return max(failed-sumRate(tracks, at, w, catalog.FallbackCalls), 0) / calls
+	case AlertRetryStormContained:
+		return (sumRate(tracks, at, w, catalog.RetryAttempts) + sumRate(tracks, at, w, catalog.RetryBudgetDenied)) / sumRate(tracks, at, w, catalog.RetryCalls)
 	case AlertRetriesNotRescuing:
 		ok := sumRate(tracks, at, w, catalog.RetryCalls, kind, catalog.RetrySuccessfulWithRetry.String())
 		return ok / (ok + sumRate(tracks, at, w, catalog.RetryCalls, kind, catalog.RetryFailedWithRetry.String()))
@@ -148,7 +163,6 @@ var (
 func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 	T := time.Duration(c.s.threshold) * time.Second
 	C := afterStep(t0 + T) // first evaluation with time() - trip > threshold
-	W := c.r.rateWindow
 	type proc struct {
 		lv                     map[string]string
 		eps                    []episode
@@ -291,12 +305,12 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 	})
 
 	G := C + c.forDur() + time.Minute
-	gone := stuck(slices.Concat(c.fires(C, C), []check{{at: G - step, firing: true}, {at: ceilStep(G+W+c.keep()) + step}}), t0, causeFailure)
+	gone := stuck(slices.Concat(c.fires(C, C), []check{{at: G - step, firing: true}, {at: c.goneBy(G)}}), t0, causeFailure)
 	end = lastCheck(gone) + time.Minute
 	tracks = build(end, proc{eps: []episode{{t0, forever, causeFailure}}, rejections: rejecting})
 	disappear(G, tracks...)
 	out = append(out, testCase{
-		name:   c.name("resolves within the rate window (%s) when the target disappears", FormatDuration(W)),
+		name:   c.name("resolves within 2× the scrape interval and one evaluation (%s) when the target disappears", FormatDuration(c.goneBy(G)-G)),
 		tracks: tracks,
 		checks: gone,
 	})
@@ -429,6 +443,21 @@ func flappingScenarios(c *scenario) ([]testCase, error) {
 		})
 	}
 
+	// Hysteresis: once resolved, a single later trip does not bring it back, even while the
+	// burst's trips are still within the trips' window at the start of the next window.
+	tr := burst(n, forever)
+	lastTrip := tr[len(tr)-1]
+	resolvedAt := ceilStep(lastTrip+flappingWindow+c.keep()) + step
+	again := resolvedAt + time.Minute
+	once := withCauses([]check{{at: tN + c.forDur(), firing: true}, {at: resolvedAt}, {at: again}, {at: again + step},
+		{at: again + 3*time.Minute}, {at: again + flappingWindow}}, causeFailure, nil)
+	end = lastCheck(once) + time.Minute
+	out = append(out, testCase{
+		name:   c.name("a single trip after the episode resolved does not fire again (hysteresis)"),
+		tracks: build(end, append(tr, again), causeFailure),
+		checks: once,
+	})
+
 	// A process restart while firing: the trip counter starts again from 0.
 	Rs := tN + c.forDur() + time.Minute
 	restartChecks := withCauses(slices.Concat(c.fires(tN, tN), firingAt(Rs, Rs+step, Rs+2*step, Rs+3*time.Minute)), causeFailure, nil)
@@ -466,7 +495,6 @@ func fleetWideScenarios(c *scenario) ([]testCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	W := c.r.rateWindow
 	// mode is what one instance's breaker does from `from` to `to`.
 	type mode int
 	const (
@@ -619,12 +647,12 @@ func fleetWideScenarios(c *scenario) ([]testCase, error) {
 		checks: res,
 	})
 	G := start + c.forDur() + time.Minute
-	gone := expect(slices.Concat(c.fires(start, start), []check{{at: G - step, firing: true}, {at: ceilStep(G+W+c.keep()) + step}}))
+	gone := expect(slices.Concat(c.fires(start, start), []check{{at: G - step, firing: true}, {at: c.goneBy(G)}}))
 	end = lastCheck(gone) + time.Minute
 	tracks = build(end, open, rejecting, t0, forever, n)
 	disappear(G, tracks...)
 	out = append(out, testCase{
-		name:   c.name("resolves within the rate window (%s) when the instances disappear", FormatDuration(W)),
+		name:   c.name("resolves within 2× the scrape interval and one evaluation (%s) when the instances disappear", FormatDuration(c.goneBy(G)-G)),
 		tracks: tracks,
 		checks: gone,
 	})
@@ -770,9 +798,19 @@ func bulkheadRejectionScenarios(c *scenario) ([]testCase, error) {
 			c.counter(catalog.BulkheadCalls, end, rejected, catalog.LabelKind, catalog.AdmissionRejected.String()),
 		}
 	}
-	return trafficScenarios(c, build, bad, step,
+	out := trafficScenarios(c, build, bad, step,
 		fmt.Sprintf("fires when %s of calls are rejected", pct(bad/perStep)),
-		"a 15s blip rejecting every call does not fire", c.r.rateWindow, c.r.rateWindow), nil
+		"a 15s blip rejecting every call does not fire", c.r.rateWindow, c.r.rateWindow)
+	// A trickle: one call a minute, every fourth one rejected — a high share, but below the
+	// minimum volume.
+	trickle := silent(10*time.Minute, 20*time.Minute, 30*time.Minute)
+	end := lastCheck(trickle) + time.Minute
+	out = append(out, testCase{
+		name:   c.name("a trickle (one call a minute, one rejected every 4m) never fires"),
+		tracks: build(end, every(t0+step+4*time.Minute, 4*time.Minute, 1, 0), every(t0+step, time.Minute, 1, 0)),
+		checks: trickle,
+	})
+	return out, nil
 }
 
 func notRescuingScenarios(c *scenario) ([]testCase, error) {
@@ -807,25 +845,28 @@ func retryRateHighScenarios(c *scenario) ([]testCase, error) {
 }
 
 func budgetScenarios(c *scenario) ([]testCase, error) {
-	// Denials per bad step: more than the threshold per minute even when a restart leaves only
-	// two samples in the minute.
-	denials := math.Floor(c.s.threshold) + 1
-	build := func(end time.Duration, bad, _ func(time.Duration) float64) []*track {
-		return []*track{c.counter(catalog.RetryBudgetDenied, end, func(t time.Duration) float64 {
-			return math.Ceil(bad(t)/perStep) * denials
-		})}
+	// bad are retries refused, good retries made.
+	build := func(end time.Duration, bad, good func(time.Duration) float64) []*track {
+		return []*track{c.counter(catalog.RetryBudgetDenied, end, bad), c.counter(catalog.RetryAttempts, end, good)}
 	}
-	out := trafficScenarios(c, build, perStep, step,
-		fmt.Sprintf("fires when the budget denies %s retries every 15s", fnum(denials)),
-		"a 15s blip of denials does not fire", budgetWindow, budgetWindow)
-	// Denials that come 105s apart leave minutes without one: not "in every minute".
-	sparse := silent(t0+c.forDur(), t0+c.forDur()+5*time.Minute, t0+2*c.forDur()+5*time.Minute)
-	end := lastCheck(sparse) + time.Minute
-	out = append(out, testCase{
-		name:   c.name("denials every 105s (not in every minute) do not fire"),
-		tracks: []*track{c.counter(catalog.RetryBudgetDenied, end, every(t0, 105*time.Second, denials, 0))},
-		checks: sparse,
-	})
+	bad := shareAbove(c.s.threshold)
+	out := trafficScenarios(c, build, bad, step,
+		fmt.Sprintf("fires when the budget refuses %s of the retries wanted", pct(bad/perStep)),
+		"a 15s blip in which every retry is refused does not fire", c.r.rateWindow, c.r.rateWindow)
+	// One call a second in an outage: every call wants a retry, the budget lets one in eight
+	// through. It fires within the for plus one evaluation of the outage's start.
+	lowBad := math.Max(math.Floor(step.Seconds()*(c.s.threshold+(1-c.s.threshold)/2)), 1)
+	if lowBad/step.Seconds() > c.s.threshold && lowBad*c.r.rateWindow.Seconds()/step.Seconds() >= 2*MinEvents {
+		start := t0 + step
+		lag := ceilStep(time.Duration(float64(MinEvents)/lowBad*float64(step))) + step
+		fire := c.fires(start, start+lag)
+		end := lastCheck(fire) + time.Minute
+		out = append(out, testCase{
+			name:   c.name("at one call a second, fires within %s of an outage's start", FormatDuration(lastCheck(fire)-start)),
+			tracks: build(end, when(start, forever, lowBad, 0), when(start, forever, step.Seconds()-lowBad, 0)),
+			checks: fire,
+		})
+	}
 	return out, nil
 }
 
@@ -954,6 +995,106 @@ func slowCallScenarios(c *scenario) ([]testCase, error) {
 		"idle (rate NaN below the minimum number of calls) does not fire"), nil
 }
 
+func outageScenarios(c *scenario) ([]testCase, error) {
+	bad := shareAbove(c.s.threshold)
+	// bad calls fail after their retries, good ones succeed; fallback (0 or 1) says whether a
+	// fallback answers the failed ones.
+	retry := func(fallback float64) trafficBuild {
+		return func(end time.Duration, bad, good func(time.Duration) float64) []*track {
+			return []*track{
+				c.counter(catalog.RetryCalls, end, good, catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String()),
+				c.counter(catalog.RetryCalls, end, bad, catalog.LabelKind, catalog.RetryFailedWithRetry.String()),
+				c.counter(catalog.FallbackCalls, end, func(t time.Duration) float64 { return fallback * bad(t) }, catalog.LabelCause, catalog.CauseRetriesExhausted.String()),
+			}
+		}
+	}
+	out := trafficScenarios(c, retry(0), bad, step,
+		fmt.Sprintf("a job of one instance: fires when %s of calls fail and no fallback answers them", pct(bad/perStep)),
+		"a 15s blip in which every call fails does not fire", c.r.rateWindow, c.r.rateWindow)
+	start := t0 + step
+	fire := c.fires(start, start+step)
+	quiet := silent(lastCheck(fire), lastCheck(fire)+10*time.Minute)
+	end := lastCheck(quiet) + time.Minute
+	out = append(out, testCase{
+		name:   c.name("contained: a fallback answers every failed call, no page"),
+		tracks: retry(1)(end, when(start, forever, bad, 0), when(start, forever, perStep-bad, 0)),
+		checks: quiet,
+	})
+	// A breaker without a retry: failed and rejected calls count.
+	breaker := func(end time.Duration) []*track {
+		return []*track{
+			c.counter(catalog.BreakerCalls, end, when(start, forever, perStep-bad, 0), catalog.LabelKind, catalog.CallSuccessful.String()),
+			c.counter(catalog.BreakerCalls, end, when(start, forever, bad/2, 0), catalog.LabelKind, catalog.CallFailed.String()),
+			c.counter(catalog.BreakerNotPermitted, end, when(start, forever, bad-bad/2, 0)),
+		}
+	}
+	end = lastCheck(fire) + time.Minute
+	out = append(out, testCase{
+		name:   c.name("a breaker without a retry: fires on its failed and rejected calls"),
+		tracks: breaker(end),
+		checks: fire,
+	})
+	return out, nil
+}
+
+func containedScenarios(c *scenario) ([]testCase, error) {
+	wanted := math.Floor(2*c.s.threshold*perStep) + 1 // per perStep calls, half made, half refused
+	start, W := t0+step, c.r.rateWindow
+	stop := start + W + c.forDur() + 5*time.Minute
+	// storm: retries wanted from start to to; failed calls per step, answered by a fallback or not.
+	build := func(end, to time.Duration, failed, fallback float64) []*track {
+		return []*track{
+			c.counter(catalog.RetryCalls, end, when(start, forever, perStep-failed, 0), catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()),
+			c.counter(catalog.RetryCalls, end, when(start, forever, failed, 0), catalog.LabelKind, catalog.RetryFailedWithRetry.String()),
+			c.counter(catalog.RetryAttempts, end, when(start, to, math.Ceil(wanted/2), 0)),
+			c.counter(catalog.RetryBudgetDenied, end, when(start, to, math.Floor(wanted/2), 0)),
+			c.counter(catalog.FallbackCalls, end, when(start, forever, fallback*failed, 0), catalog.LabelCause, catalog.CauseRetriesExhausted.String()),
+		}
+	}
+	fire := c.fires(start, start+step)
+	held := sortChecks(append(fire, firingAt(stop-step)...))
+	end := ceilStep(stop+W+c.keep()) + 2*time.Minute
+	storm := build(end, stop, 0, 0)
+	// While it is kept firing, the alert shows the last value above the threshold.
+	last := stop
+	for c.value(storm, last+step) > c.s.threshold {
+		last += step
+	}
+	held = append(held, check{at: last + ceilStep(min(10*time.Minute, c.keep()/2)), firing: true, value: c.value(storm, last), hasValue: true},
+		check{at: ceilStep(last+c.keep()) + 2*step})
+	var out []testCase
+	out = append(out, testCase{
+		name:   c.name("records a storm of %s retries wanted per call that fallbacks and retries contained, for %s after it", fnum(wanted/perStep), FormatDuration(c.keep())),
+		tracks: storm,
+		checks: held,
+	})
+	quiet := silent(lastCheck(fire), lastCheck(fire)+5*time.Minute)
+	end = lastCheck(quiet) + time.Minute
+	out = append(out, testCase{
+		name:   c.name("an outage (most calls failing without a fallback) is not a contained storm"),
+		tracks: build(end, forever, perStep/2, 0),
+		checks: quiet,
+	})
+	out = append(out, testCase{
+		name:   c.name("failed calls answered by a fallback still count as contained"),
+		tracks: build(end, forever, perStep/2, 1),
+		checks: fire,
+	})
+	out = append(out, testCase{
+		name:   c.name("idle (no calls) does not fire"),
+		tracks: []*track{c.counter(catalog.RetryCalls, end, zero, catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()), c.counter(catalog.RetryAttempts, end, zero)},
+		checks: quiet,
+	})
+	return out, nil
+}
+
+// goneBy is when an alert on gauges has surely resolved after its target disappeared at g (a
+// stale marker at g, nothing after): the gauge lookback no longer holds the last sample, one
+// evaluation later, after keep_firing_for.
+func (c *scenario) goneBy(g time.Duration) time.Duration {
+	return ceilStep(g-step+c.r.gaugeLookback+c.keep()) + step
+}
+
 // gaugeScenarios are the cases of an alert on a gauge that is high from t0 on.
 //
 // lag is how long after t0 the condition is surely true (0 for a gauge read as it is; for one
@@ -961,7 +1102,6 @@ func slowCallScenarios(c *scenario) ([]testCase, error) {
 // after the recovery it is surely false again.
 func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Duration) float64) []*track,
 	high, low, idleValue float64, lag, clearLag time.Duration, fireDesc, blipDesc, idleDesc string) []testCase {
-	W := c.r.rateWindow
 	var out []testCase
 	fire := c.fires(t0+lag, t0+lag)
 	F := lastCheck(fire)
@@ -977,9 +1117,9 @@ func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Durat
 	end = lastCheck(res) + time.Minute
 	out = append(out, testCase{name: c.name("resolves after recovery"), tracks: build(end, when(t0, R, high, low)), checks: res})
 
-	// A failed scrape and restarts: the gauges are read over the rate window, which must hold
-	// more than the missed scrapes.
-	if W >= 4*step {
+	// A failed scrape and restarts: the gauges are read over three scrape intervals, which must
+	// hold more than the missed scrapes at the tests' sampling.
+	if c.r.gaugeLookback >= 3*step {
 		fs := t0 + lag + ceilStep(c.forDur()/2)
 		failed := sortChecks(append(slices.Clone(fire), check{at: max(fs, F), firing: true}))
 		end = lastCheck(failed) + time.Minute
@@ -1008,12 +1148,12 @@ func gaugeScenarios(c *scenario, build func(end time.Duration, v func(time.Durat
 	}
 
 	G := F + time.Minute
-	gone := slices.Concat(fire, []check{{at: G - step, firing: true}, {at: ceilStep(G+W+c.keep()) + step}})
+	gone := slices.Concat(fire, []check{{at: G - step, firing: true}, {at: c.goneBy(G)}})
 	end = lastCheck(gone) + time.Minute
 	tracks := build(end, when(t0, forever, high, low))
 	disappear(G, tracks...)
 	out = append(out, testCase{
-		name:   c.name("resolves within the rate window (%s) when the target disappears", FormatDuration(W)),
+		name:   c.name("resolves within 2× the scrape interval and one evaluation (%s) when the target disappears", FormatDuration(c.goneBy(G)-G)),
 		tracks: tracks,
 		checks: gone,
 	})
@@ -1039,6 +1179,7 @@ func (r *resolved) recordingTest(lv map[string]string) testCase {
 		c.counter(catalog.RetryCalls, end, steady(150), catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String()),
 		c.counter(catalog.RetryCalls, end, steady(150), catalog.LabelKind, catalog.RetryFailedWithRetry.String()),
 		c.counter(catalog.RetryAttempts, end, steady(450)),
+		c.counter(catalog.RetryBudgetDenied, end, steady(60)),
 		c.counter(catalog.BulkheadCalls, end, steady(1470), catalog.LabelKind, catalog.AdmissionPermitted.String()),
 		c.counter(catalog.BulkheadCalls, end, steady(30), catalog.LabelKind, catalog.AdmissionRejected.String()),
 		c.counter(catalog.FallbackCalls, end, steady(150), catalog.LabelCause, catalog.CauseCircuitOpen.String()),
@@ -1062,13 +1203,22 @@ func (r *resolved) recordingTest(lv map[string]string) testCase {
 		})
 	}
 	// Calls per step / 15s × 1000.
+	expect(r.recBreakerCallsByKind()+`{kind="`+catalog.CallFailed.String()+`"}`, 20000, catalog.LabelKind, catalog.CallFailed.String())
 	expect(r.recBreakerCalls(), 100000)
 	expect(r.recBreakerNotPermitted(), 33333)
 	expect(r.recBreakerRejectionRatio(), 250)
 	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetrySuccessfulWithoutRetry.String()+`"}`, 80000, catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String())
 	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetrySuccessfulWithRetry.String()+`"}`, 10000, catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String())
 	expect(r.recRetryCallsByKind()+`{kind="`+catalog.RetryFailedWithRetry.String()+`"}`, 10000, catalog.LabelKind, catalog.RetryFailedWithRetry.String())
+	expect(r.recRetryCalls(), 100000)
 	expect(r.recRetryAttempts(), 30000)
+	expect(r.recBudgetDenied(), 4000)
+	// The callers' view: the retry's failures (10/s), all answered by fallbacks (10/s).
+	expect(r.recFailed(), 10000)
+	expect(r.recCalls(), 100000)
+	expect(r.recFallbacks(), 10000)
+	expect(r.recUnrescued(), 0)
+	expect(r.recUnrescuedRatio(), 0)
 	expect(r.recRetryRate(), 300)
 	expect(r.recRescueRate(), 500)
 	expect(r.recBulkheadCallsByKind()+`{kind="`+catalog.AdmissionPermitted.String()+`"}`, 98000, catalog.LabelKind, catalog.AdmissionPermitted.String())
@@ -1080,6 +1230,11 @@ func (r *resolved) recordingTest(lv map[string]string) testCase {
 		Expr:       "round(" + r.recBreakerTrips() + ")",
 		EvalTime:   FormatDuration(at),
 		ExpSamples: []yamlSample{{Labels: with(labelInstance, lv[labelInstance]), Value: 15}},
+	}, yamlExprTest{
+		// 500 rejections every 15s: 4000 within the impact window.
+		Expr:       "round(" + r.recImpact() + ")",
+		EvalTime:   FormatDuration(at),
+		ExpSamples: []yamlSample{{Labels: with(labelInstance, lv[labelInstance]), Value: 4000}},
 	})
 	return tc
 }

@@ -340,7 +340,7 @@ and on (%[3]s)
 		},
 		causesElse: noBreakerAdvice,
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Retry %s rescued only %s of the calls it retried over the last %s (threshold %s, at least %d retried calls), for %s: %s",
+			return fmt.Sprintf("Retry %s rescued only %s of the calls it retried over the last %s (threshold %s, at least %d retried calls), for %s: %s.",
 				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur), a.causes)
 		},
 	},
@@ -381,7 +381,7 @@ and on (%[3]s)
 		threshold: 0, bounds: bounds{min: 0, max: 1e6},
 		thresholdDoc: "fallback invocations per second ({window} rate)",
 		forDur:       15 * time.Minute,
-		summary:      "%s is running degraded on fallbacks.",
+		summary:      "Calls to %s are running degraded on fallbacks.",
 		value:        valueNumber,
 		expr: func(r *resolved, s settings) string {
 			return r.sel(r.recFallbacks()) + " > " + num(s.threshold)
@@ -453,8 +453,8 @@ const containedMaxUnrescued = 0.05
 
 // RetriesNotRescuing's advice, by whether the breaker on the same name is open.
 const (
-	breakerOpenAdvice = "the circuit breaker is already open or half-open, so the retries are spent on probes and rejections; work the dependency's outage (see CircuitBreakerStuckOpen)."
-	noBreakerAdvice   = "it is retrying a persistent fault and only adds load; the call needs a circuit breaker (or one with tighter settings)."
+	breakerOpenAdvice = "the circuit breaker is already open or half-open, so the retries are spent on probes and rejections; work the dependency's outage (see CircuitBreakerStuckOpen)"
+	noBreakerAdvice   = "it is retrying a persistent fault and only adds load; the call needs a circuit breaker (or one with tighter settings)"
 )
 
 // floor renders the minimum-volume clause of a ratio alert: at least MinEvents events (rate

@@ -453,7 +453,7 @@ func flappingScenarios(c *scenario) ([]testCase, error) {
 		{at: again + 3*time.Minute}, {at: again + flappingWindow}}, causeFailure, nil)
 	end = lastCheck(once) + time.Minute
 	out = append(out, testCase{
-		name:   c.name("a single trip after the episode resolved does not fire again (hysteresis)"),
+		name:   c.name("hysteresis: after the episode resolves, a single later trip does not bring it back"),
 		tracks: build(end, append(tr, again), causeFailure),
 		checks: once,
 	})
@@ -806,7 +806,7 @@ func bulkheadRejectionScenarios(c *scenario) ([]testCase, error) {
 	trickle := silent(10*time.Minute, 20*time.Minute, 30*time.Minute)
 	end := lastCheck(trickle) + time.Minute
 	out = append(out, testCase{
-		name:   c.name("a trickle (one call a minute, one rejected every 4m) never fires"),
+		name:   c.name("a trickle (one call a minute, one rejected every 4m) never pages"),
 		tracks: build(end, every(t0+step+4*time.Minute, 4*time.Minute, 1, 0), every(t0+step, time.Minute, 1, 0)),
 		checks: trickle,
 	})
@@ -1064,7 +1064,7 @@ func containedScenarios(c *scenario) ([]testCase, error) {
 		check{at: ceilStep(last+c.keep()) + 2*step})
 	var out []testCase
 	out = append(out, testCase{
-		name:   c.name("records a storm of %s retries wanted per call that fallbacks and retries contained, for %s after it", fnum(wanted/perStep), FormatDuration(c.keep())),
+		name:   c.name("fires on a contained storm of %s retries wanted per call, holds %s after it, then resolves", fnum(wanted/perStep), FormatDuration(c.keep())),
 		tracks: storm,
 		checks: held,
 	})
@@ -1076,9 +1076,18 @@ func containedScenarios(c *scenario) ([]testCase, error) {
 		checks: quiet,
 	})
 	out = append(out, testCase{
-		name:   c.name("failed calls answered by a fallback still count as contained"),
+		name:   c.name("fires when the failed calls are answered by a fallback (still contained)"),
 		tracks: build(end, forever, perStep/2, 1),
 		checks: fire,
+	})
+	blip := math.Min(perStep, math.Floor(c.s.threshold*perStep*float64(W/step)/2))
+	blipTracks := build(end, start, 0, 0)
+	blipTracks[2] = c.counter(catalog.RetryAttempts, end, when(start+time.Minute, start+time.Minute+step, blip, 0))
+	blipTracks[3] = c.counter(catalog.RetryBudgetDenied, end, zero)
+	out = append(out, testCase{
+		name:   c.name("a 15s blip of %s retries per call does not fire", fnum(blip/perStep)),
+		tracks: blipTracks,
+		checks: quiet,
 	})
 	out = append(out, testCase{
 		name:   c.name("idle (no calls) does not fire"),

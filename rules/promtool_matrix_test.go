@@ -65,9 +65,11 @@ func TestPromtoolAcceptsTheConfigMatrix(t *testing.T) {
 			},
 		},
 		"rate window 1m, defaults otherwise": {RateWindow: time.Minute},
+		// Slow scrapes: the gauges are read over 90s, and a vanished target resolves within 75s.
+		"scrape interval 30s": {ScrapeInterval: 30 * time.Second},
 		// The shortest window (scrapes every few seconds) and fors that are no whole number of
 		// evaluation intervals, as in the demo profile.
-		"rate window 30s": {RateWindow: 30 * time.Second, Alerts: map[string]AlertConfig{
+		"rate window 30s": {RateWindow: 30 * time.Second, ScrapeInterval: time.Second, Alerts: map[string]AlertConfig{
 			AlertStuckOpen: {Threshold: ptr(25.0), For: ptr(10 * time.Second)}, AlertRejectingCalls: {For: ptr(time.Minute)},
 			AlertRetryRateHigh: {For: ptr(45 * time.Second)}, AlertRetryBudgetExhausted: {For: ptr(90 * time.Second)}, AlertRetryRateSpike: {For: ptr(time.Minute)}, AlertRetriesNotRescuing: {For: ptr(time.Minute)},
 			AlertBulkheadRejectionsHigh: {For: ptr(time.Minute)}, AlertBulkheadSaturated: {For: ptr(30 * time.Second)},

@@ -160,50 +160,62 @@ var (
 	causeSlow      = catalog.TripSlowCallRate.String()
 )
 
+// breakerProc is one process's breaker in the stuck-open scenarios.
+type breakerProc struct {
+	lv                     map[string]string
+	eps                    []episode
+	rejections, probes     func(time.Duration) float64
+	noCause                bool
+	restartAt, restartSpan time.Duration
+}
+
+// procTracks are the series of the breakers of ps.
+func (c *scenario) procTracks(end time.Duration, ps ...breakerProc) []*track {
+	var out []*track
+	for _, p := range ps {
+		lv, probes := p.lv, p.probes
+		if lv == nil {
+			lv = c.lv
+		}
+		if probes == nil {
+			probes = zero
+		}
+		ts := c.trippedSince(lv, end, p.eps, p.noCause)
+		ts = append(ts, c.counterTrack(lv, catalog.BreakerNotPermitted, end, p.rejections),
+			c.counterTrack(lv, catalog.BreakerTransitions, end, probes, halfOpenToOpen...))
+		if p.restartSpan > 0 {
+			restart(p.restartAt, p.restartSpan, ts...)
+		}
+		out = append(out, ts...)
+	}
+	return out
+}
+
+// stuck says what the checks of an episode begun at trip expect when firing.
+func stuck(cs []check, trip time.Duration, cause string) []check {
+	for i := range cs {
+		if cs[i].firing {
+			cs[i].value, cs[i].hasValue = (cs[i].at - trip).Seconds(), true
+			cs[i].causes, cs[i].labels = cause, map[string]string{catalog.LabelCause: cause}
+			if cause == "" {
+				cs[i].causes, cs[i].labels = "an unknown cause", nil
+			}
+		}
+	}
+	return cs
+}
+
+// stuckCond returns the stuck-open threshold T and the first evaluation C at which a breaker
+// tripped at t0 has been open for more than T.
+func (c *scenario) stuckCond() (T, C time.Duration) {
+	T = time.Duration(c.s.threshold) * time.Second
+	return T, afterStep(t0 + T)
+}
+
 func stuckOpenScenarios(c *scenario) ([]testCase, error) {
-	T := time.Duration(c.s.threshold) * time.Second
-	C := afterStep(t0 + T) // first evaluation with time() - trip > threshold
-	type proc struct {
-		lv                     map[string]string
-		eps                    []episode
-		rejections, probes     func(time.Duration) float64
-		noCause                bool
-		restartAt, restartSpan time.Duration
-	}
-	build := func(end time.Duration, ps ...proc) []*track {
-		var out []*track
-		for _, p := range ps {
-			lv := p.lv
-			if lv == nil {
-				lv = c.lv
-			}
-			rej, probes := p.rejections, p.probes
-			if probes == nil {
-				probes = zero
-			}
-			ts := c.trippedSince(lv, end, p.eps, p.noCause)
-			ts = append(ts, c.counterTrack(lv, catalog.BreakerNotPermitted, end, rej),
-				c.counterTrack(lv, catalog.BreakerTransitions, end, probes, halfOpenToOpen...))
-			if p.restartSpan > 0 {
-				restart(p.restartAt, p.restartSpan, ts...)
-			}
-			out = append(out, ts...)
-		}
-		return out
-	}
-	// stuck says what the checks of an episode begun at trip expect when firing.
-	stuck := func(cs []check, trip time.Duration, cause string) []check {
-		for i := range cs {
-			if cs[i].firing {
-				cs[i].value, cs[i].hasValue = (cs[i].at - trip).Seconds(), true
-				cs[i].causes, cs[i].labels = cause, map[string]string{catalog.LabelCause: cause}
-				if cause == "" {
-					cs[i].causes, cs[i].labels = "an unknown cause", nil
-				}
-			}
-		}
-		return cs
-	}
+	T, C := c.stuckCond()
+	build := c.procTracks
+	type proc = breakerProc
 	rejecting := when(t0+step, forever, 20, 0)
 	var out []testCase
 
@@ -277,6 +289,19 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 		checks: idleChecks,
 	})
 
+	more, err := stuckOpenRecoveryScenarios(c)
+	return append(out, more...), err
+}
+
+// stuckOpenRecoveryScenarios: two instances, recovery, a vanished target, a restart.
+func stuckOpenRecoveryScenarios(c *scenario) ([]testCase, error) {
+	T, C := c.stuckCond()
+	build := c.procTracks
+	type proc = breakerProc
+	rejecting := when(t0+step, forever, 20, 0)
+	var out []testCase
+	var end time.Duration
+	var tracks []*track
 	// Two instances: one stuck, the other closed and serving.
 	insts, err := c.r.instanceValues(2, c.sp.name)
 	if err != nil {

@@ -359,43 +359,61 @@ func stuckOpenRecoveryScenarios(c *scenario) ([]testCase, error) {
 	return out, nil
 }
 
+// flapping holds what the flapping scenarios share: a burst of n trips, one every sp, the
+// n-th at tN.
+type flapping struct {
+	c      *scenario
+	n      int
+	sp, tN time.Duration
+}
+
+func newFlapping(c *scenario) flapping {
+	f := flapping{c: c, n: int(c.s.threshold), sp: time.Minute}
+	if time.Duration(f.n)*f.sp > 10*time.Minute {
+		f.sp = max(step, 10*time.Minute/time.Duration(f.n)/step*step)
+	}
+	f.tN = f.tripAt(f.n - 1)
+	return f
+}
+
+// tripAt is the time of trip i (from 0) of the burst.
+func (f flapping) tripAt(i int) time.Duration { return t0 + time.Duration(i)*f.sp }
+
+// build renders trips at the given times, each a one-step episode caused by cause.
+func (f flapping) build(end time.Duration, trips []time.Duration, cause string) []*track {
+	inc := func(t time.Duration) float64 {
+		if slices.Contains(trips, t) {
+			return 1
+		}
+		return 0
+	}
+	out := []*track{f.c.counter(catalog.BreakerTransitions, end, inc, closedToOpen...)}
+	if cause != "" {
+		var eps []episode
+		for _, t := range trips {
+			eps = append(eps, episode{t, t + step, cause})
+		}
+		out = append(out, f.c.trippedSince(f.c.lv, end, eps, false)...)
+	}
+	return out
+}
+
+// burst returns the first count trips (all for count < 0) up to until.
+func (f flapping) burst(count int, until time.Duration) []time.Duration {
+	var out []time.Duration
+	for i := 0; count < 0 || i < count; i++ {
+		t := f.tripAt(i)
+		if t > until {
+			break
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 func flappingScenarios(c *scenario) ([]testCase, error) {
-	n := int(c.s.threshold)
-	sp := time.Minute
-	if time.Duration(n)*sp > 10*time.Minute {
-		sp = max(step, 10*time.Minute/time.Duration(n)/step*step)
-	}
-	tripAt := func(i int) time.Duration { return t0 + time.Duration(i)*sp } // i from 0
-	tN := tripAt(n - 1)
-	// build: trips at the given times, each a one-step episode caused by cause.
-	build := func(end time.Duration, trips []time.Duration, cause string) []*track {
-		inc := func(t time.Duration) float64 {
-			if slices.Contains(trips, t) {
-				return 1
-			}
-			return 0
-		}
-		out := []*track{c.counter(catalog.BreakerTransitions, end, inc, closedToOpen...)}
-		if cause != "" {
-			var eps []episode
-			for _, t := range trips {
-				eps = append(eps, episode{t, t + step, cause})
-			}
-			out = append(out, c.trippedSince(c.lv, end, eps, false)...)
-		}
-		return out
-	}
-	burst := func(count int, until time.Duration) []time.Duration {
-		var out []time.Duration
-		for i := 0; count < 0 || i < count; i++ {
-			t := tripAt(i)
-			if t > until {
-				break
-			}
-			out = append(out, t)
-		}
-		return out
-	}
+	f := newFlapping(c)
+	n, sp, tN, build, burst := f.n, f.sp, f.tN, f.build, f.burst
 	var out []testCase
 
 	fire := withCauses(c.fires(tN, tN), causeFailure, nil)
@@ -429,6 +447,14 @@ func flappingScenarios(c *scenario) ([]testCase, error) {
 		checks: quiet,
 	})
 
+	return append(out, flappingHoldScenarios(f)...), nil
+}
+
+// flappingHoldScenarios: resolution, hysteresis and a restart while firing.
+func flappingHoldScenarios(f flapping) []testCase {
+	c, n, tN, build, burst := f.c, f.n, f.tN, f.build, f.burst
+	var out []testCase
+	var end time.Duration
 	// Resolution: at the latest flappingWindow after the last trip, whatever keep_firing_for.
 	stop := tN + c.forDur()
 	trips := burst(-1, stop)
@@ -494,7 +520,7 @@ func flappingScenarios(c *scenario) ([]testCase, error) {
 		tracks: tracks,
 		checks: restartChecks,
 	})
-	return out, nil
+	return out
 }
 
 // slowPace returns a steady trip pace at which the number of trips in the flapping window
@@ -512,6 +538,95 @@ func (c *scenario) slowPace(n int) (time.Duration, bool) {
 	return p, true
 }
 
+// fleetMode is what one instance's breaker does in a fleet-wide scenario.
+type fleetMode int
+
+const (
+	modeServing   fleetMode = iota // closed, calls permitted
+	modeRejecting                  // open, rejecting calls
+	modeProbing                    // open and half-open in turn, its probes failing
+	modeIdle                       // open, nobody calls
+	modeForced                     // forced open by an operator, rejecting calls
+	modeDisabled                   // disabled
+)
+
+// fleet holds what the fleet-wide scenarios share: n instances, open of them impaired.
+type fleet struct {
+	c       *scenario
+	n, open int
+	insts   []string
+}
+
+// build renders instances instances of the breaker, the first count doing m from `from` to `to`.
+func (fl fleet) build(end time.Duration, count int, m fleetMode, from, to time.Duration, instances int) []*track {
+	c := fl.c
+	var out []*track
+	for i := range instances {
+		lv := maps.Clone(c.lv)
+		lv[labelInstance] = fl.insts[i]
+		mi := modeServing
+		if i < count {
+			mi = m
+		}
+		during := func(t time.Duration) bool { return mi != modeServing && t >= from && t < to }
+		st := func(t time.Duration) catalog.State {
+			if !during(t) {
+				return catalog.StateClosed
+			}
+			switch mi {
+			case modeProbing:
+				if (t-from)%(2*step) == step {
+					return catalog.StateHalfOpen
+				}
+			case modeForced:
+				return catalog.StateForcedOpen
+			case modeDisabled:
+				return catalog.StateDisabled
+			}
+			return catalog.StateOpen
+		}
+		shown := []catalog.State{catalog.StateClosed, catalog.StateOpen, catalog.StateHalfOpen}
+		if mi == modeForced || mi == modeDisabled {
+			shown = append(shown, st(from))
+		}
+		out = append(out, c.states(lv, end, st, shown...)...)
+		var eps []episode
+		switch mi {
+		case modeRejecting, modeProbing, modeIdle:
+			eps = []episode{{from, to, causeFailure}}
+		case modeForced:
+			eps = []episode{{from, to, catalog.TripForced.String()}}
+		}
+		out = append(out, c.trippedSince(lv, end, eps, false)...)
+		rej, probes := zero, zero
+		switch mi {
+		case modeRejecting, modeForced:
+			rej = when(from+step, to, 20, 0)
+		case modeProbing:
+			probes = func(t time.Duration) float64 {
+				if t > from && t < to && (t-from)%(2*step) == 0 {
+					return 1
+				}
+				return 0
+			}
+		}
+		out = append(out, c.counterTrack(lv, catalog.BreakerNotPermitted, end, rej),
+			c.counterTrack(lv, catalog.BreakerTransitions, end, probes, halfOpenToOpen...))
+	}
+	return out
+}
+
+// expect sets what a firing check shows: the share of impaired instances and their cause.
+func (fl fleet) expect(cs []check) []check {
+	for i := range cs {
+		if cs[i].firing {
+			cs[i].value, cs[i].hasValue = float64(fl.open)/float64(fl.n), true
+			cs[i].causes = causeFailure + " on " + strconv.Itoa(fl.open)
+		}
+	}
+	return cs
+}
+
 func fleetWideScenarios(c *scenario) ([]testCase, error) {
 	minInst := c.s.minInstances
 	n := max(10, minInst)
@@ -520,143 +635,84 @@ func fleetWideScenarios(c *scenario) ([]testCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	// mode is what one instance's breaker does from `from` to `to`.
-	type mode int
-	const (
-		serving   mode = iota // closed, calls permitted
-		rejecting             // open, rejecting calls
-		probing               // open and half-open in turn, its probes failing
-		idle                  // open, nobody calls
-		forced                // forced open by an operator, rejecting calls
-		disabled              // disabled
-	)
-	build := func(end time.Duration, count int, m mode, from, to time.Duration, instances int) []*track {
-		var out []*track
-		for i := range instances {
-			lv := maps.Clone(c.lv)
-			lv[labelInstance] = insts[i]
-			mi := serving
-			if i < count {
-				mi = m
-			}
-			during := func(t time.Duration) bool { return mi != serving && t >= from && t < to }
-			st := func(t time.Duration) catalog.State {
-				if !during(t) {
-					return catalog.StateClosed
-				}
-				switch mi {
-				case probing:
-					if (t-from)%(2*step) == step {
-						return catalog.StateHalfOpen
-					}
-				case forced:
-					return catalog.StateForcedOpen
-				case disabled:
-					return catalog.StateDisabled
-				}
-				return catalog.StateOpen
-			}
-			shown := []catalog.State{catalog.StateClosed, catalog.StateOpen, catalog.StateHalfOpen}
-			if mi == forced || mi == disabled {
-				shown = append(shown, st(from))
-			}
-			out = append(out, c.states(lv, end, st, shown...)...)
-			var eps []episode
-			switch mi {
-			case rejecting, probing, idle:
-				eps = []episode{{from, to, causeFailure}}
-			case forced:
-				eps = []episode{{from, to, catalog.TripForced.String()}}
-			}
-			out = append(out, c.trippedSince(lv, end, eps, false)...)
-			rej, probes := zero, zero
-			switch mi {
-			case rejecting, forced:
-				rej = when(from+step, to, 20, 0)
-			case probing:
-				probes = func(t time.Duration) float64 {
-					if t > from && t < to && (t-from)%(2*step) == 0 {
-						return 1
-					}
-					return 0
-				}
-			}
-			out = append(out, c.counterTrack(lv, catalog.BreakerNotPermitted, end, rej),
-				c.counterTrack(lv, catalog.BreakerTransitions, end, probes, halfOpenToOpen...))
-		}
-		return out
-	}
-	share := float64(open) / float64(n)
-	expect := func(cs []check) []check {
-		for i := range cs {
-			if cs[i].firing {
-				cs[i].value, cs[i].hasValue = share, true
-				cs[i].causes = causeFailure + " on " + strconv.Itoa(open)
-			}
-		}
-		return cs
-	}
+	fl := fleet{c: c, n: n, open: open, insts: insts}
+	return append(fleetFiringScenarios(fl), fleetQuietScenarios(fl)...), nil
+}
+
+// fleetFiringScenarios: the fleet-wide alert fires on rejections and on failed probes.
+func fleetFiringScenarios(fl fleet) []testCase {
+	c, n, open, build, expect := fl.c, fl.n, fl.open, fl.build, fl.expect
 	start := t0 + step // first rejections: the impact is visible from here on
 	var out []testCase
 	fire := expect(c.fires(start, start))
 	end := lastCheck(fire) + time.Minute
 	out = append(out, testCase{
 		name:   c.name("fires when %d of %d instances have the breaker open and rejecting calls", open, n),
-		tracks: build(end, open, rejecting, t0, forever, n),
+		tracks: build(end, open, modeRejecting, t0, forever, n),
 		checks: fire,
 	})
 	out = append(out, testCase{
 		name:   c.name("fires when %d of %d instances have the breaker open and half-open in turn, its probes failing", open, n),
-		tracks: build(end, open, probing, t0, forever, n),
+		tracks: build(end, open, modeProbing, t0, forever, n),
 		checks: expect(c.fires(t0+2*step, t0+2*step)),
 	})
+	return out
+}
+
+// fleetQuietScenarios: the cases that must not page, a failed scrape, recovery, a vanished fleet.
+func fleetQuietScenarios(fl fleet) []testCase {
+	c, n, open, build, expect := fl.c, fl.n, fl.open, fl.build, fl.expect
+	minInst := c.s.minInstances
+	start := t0 + step
+	var out []testCase
+	var end time.Duration
 	quiet := silent(start+c.forDur(), start+c.forDur()+5*time.Minute)
 	end = lastCheck(quiet) + time.Minute
 	if minInst >= 2 {
 		out = append(out, testCase{
 			name:   c.name("a job of %d instance(s), all open and rejecting, does not fire (fewer than min_instances %d)", minInst-1, minInst),
-			tracks: build(end, minInst-1, rejecting, t0, forever, minInst-1),
+			tracks: build(end, minInst-1, modeRejecting, t0, forever, minInst-1),
 			checks: quiet,
 		})
 	}
 	if minInst >= 2 || c.s.threshold >= 0.5 {
 		out = append(out, testCase{
 			name:   c.name("two instances, one stuck, do not fire"),
-			tracks: build(end, 1, rejecting, t0, forever, 2),
+			tracks: build(end, 1, modeRejecting, t0, forever, 2),
 			checks: quiet,
 		})
 	}
 	out = append(out, testCase{
 		name:   c.name("idle: breakers open on %d of %d instances without traffic (no rejections, no probes) do not fire", open, n),
-		tracks: build(end, open, idle, t0, forever, n),
+		tracks: build(end, open, modeIdle, t0, forever, n),
 		checks: quiet,
 	})
 	out = append(out, testCase{
 		name:   c.name("breakers forced open by an operator on %d of %d instances do not fire", open, n),
-		tracks: build(end, open, forced, t0, forever, n),
+		tracks: build(end, open, modeForced, t0, forever, n),
 		checks: quiet,
 	})
 	out = append(out, testCase{
 		name:   c.name("disabled breakers on %d of %d instances do not fire", open, n),
-		tracks: build(end, open, disabled, t0, forever, n),
+		tracks: build(end, open, modeDisabled, t0, forever, n),
 		checks: quiet,
 	})
 	out = append(out, testCase{
 		name:   c.name("a 15s blip on %d of %d instances does not fire", open, n),
-		tracks: build(end, open, rejecting, t0, t0+2*step, n),
+		tracks: build(end, open, modeRejecting, t0, t0+2*step, n),
 		checks: quiet,
 	})
 	if open-1 >= minInst {
 		out = append(out, testCase{
 			name:   c.name("%d of %d instances (not more than %s) do not fire", open-1, n, pct(c.s.threshold)),
-			tracks: build(end, open-1, rejecting, t0, forever, n),
+			tracks: build(end, open-1, modeRejecting, t0, forever, n),
 			checks: quiet,
 		})
 	}
 	fs := start + ceilStep(c.forDur()/2)
 	failed := expect(sortChecks(append(c.fires(start, start), check{at: max(fs, start+c.forDur()), firing: true})))
 	end = lastCheck(failed) + time.Minute
-	tracks := build(end, open, rejecting, t0, forever, n)
+	tracks := build(end, open, modeRejecting, t0, forever, n)
 	failScrape(fs, tracks...)
 	out = append(out, testCase{
 		name:   c.name("fires on time although one scrape of every instance failed at %s while it was pending", FormatDuration(fs)),
@@ -668,20 +724,20 @@ func fleetWideScenarios(c *scenario) ([]testCase, error) {
 	end = lastCheck(res) + time.Minute
 	out = append(out, testCase{
 		name:   c.name("resolves once the breakers close"),
-		tracks: build(end, open, rejecting, t0, R, n),
+		tracks: build(end, open, modeRejecting, t0, R, n),
 		checks: res,
 	})
 	G := start + c.forDur() + time.Minute
 	gone := expect(slices.Concat(c.fires(start, start), []check{{at: G - step, firing: true}, {at: c.goneBy(G)}}))
 	end = lastCheck(gone) + time.Minute
-	tracks = build(end, open, rejecting, t0, forever, n)
+	tracks = build(end, open, modeRejecting, t0, forever, n)
 	disappear(G, tracks...)
 	out = append(out, testCase{
 		name:   c.name("resolves within 2× the scrape interval and one evaluation (%s) when the instances disappear", FormatDuration(c.goneBy(G)-G)),
 		tracks: tracks,
 		checks: gone,
 	})
-	return out, nil
+	return out
 }
 
 // trafficBuild builds the series of an alert on counters from the number of bad and good
@@ -698,9 +754,7 @@ func trafficScenarios(c *scenario, build trafficBuild, badPerStep float64, condS
 	fireDesc, blipDesc string, clearLag, window time.Duration) []testCase {
 	var out []testCase
 	start := t0 + step // first sample with an increment
-	badPhase := func(to time.Duration) (func(time.Duration) float64, func(time.Duration) float64) {
-		return when(start, to, badPerStep, 0), when(start, to, perStep-badPerStep, 0)
-	}
+	bad, good := when(start, forever, badPerStep, 0), when(start, forever, perStep-badPerStep, 0)
 	fire := c.fires(start, start+condSureLag)
 	F := lastCheck(fire)
 	end := F + time.Minute
@@ -754,10 +808,30 @@ func trafficScenarios(c *scenario, build trafficBuild, badPerStep float64, condS
 		checks: res,
 	})
 
-	// Restarts: one while pending, one while firing; each resets the counters and misses two
-	// scrapes. One failed scrape while pending. A window of fewer than four scrapes cannot ride
-	// out missed scrapes (a rate needs two samples in it): those cases need a wider window.
-	bad, good := badPhase(forever)
+	out = append(out, trafficGapScenarios(c, build, badPerStep, condSureLag, fire, window)...)
+
+	G := F + time.Minute
+	gone := slices.Concat(fire, []check{{at: G - step, firing: true}, {at: ceilStep(G+window+c.keep()) + step}})
+	end = lastCheck(gone) + time.Minute
+	tracks := build(end, bad, good)
+	disappear(G, tracks...)
+	out = append(out, testCase{
+		name:   c.name("resolves within its window (%s) when the target disappears", FormatDuration(window)),
+		tracks: tracks,
+		checks: gone,
+	})
+	return out
+}
+
+// trafficGapScenarios are the cases of an alert on counters with scrapes missing: restarts
+// (one while pending, one while firing; each resets the counters and misses two scrapes) and
+// one failed scrape while pending. A window of fewer than four scrapes cannot ride out missed
+// scrapes (a rate needs two samples in it): those cases need a wider window.
+func trafficGapScenarios(c *scenario, build trafficBuild, badPerStep float64, condSureLag time.Duration, fire []check, window time.Duration) []testCase {
+	var out []testCase
+	start, F := t0+step, lastCheck(fire)
+	bad, good := when(start, forever, badPerStep, 0), when(start, forever, perStep-badPerStep, 0)
+	var end time.Duration
 	if window >= 4*step {
 		gap := 2 * step
 		// The first restart while pending, but not before the counters have grown past what the new
@@ -789,16 +863,6 @@ func trafficScenarios(c *scenario, build trafficBuild, badPerStep float64, condS
 		})
 	}
 
-	G := F + time.Minute
-	gone := slices.Concat(fire, []check{{at: G - step, firing: true}, {at: ceilStep(G+window+c.keep()) + step}})
-	end = lastCheck(gone) + time.Minute
-	tracks := build(end, bad, good)
-	disappear(G, tracks...)
-	out = append(out, testCase{
-		name:   c.name("resolves within its window (%s) when the target disappears", FormatDuration(window)),
-		tracks: tracks,
-		checks: gone,
-	})
 	return out
 }
 

@@ -364,7 +364,7 @@ func TestRunbooks(t *testing.T) {
 func TestRunbookCausesCoverTheSeeds(t *testing.T) {
 	all := ""
 	for _, rb := range runbooks {
-		all += strings.Join(rb.causes, "\n") + strings.Join(rb.mitigation, "\n")
+		all += strings.Join(rb.Causes, "\n") + strings.Join(rb.Mitigation, "\n")
 	}
 	for _, cause := range []string{"retry storm", "missing circuit breaker", "undersized bulkhead", "4xx", "Retry-After", "recovery stampede", "credential"} {
 		assert.Contains(t, strings.ToLower(all), strings.ToLower(cause))

@@ -2,7 +2,12 @@ package rules
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
+	"strings"
+	"text/template"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
@@ -19,35 +24,89 @@ type File struct {
 // RunbookDir is the directory, relative to the output directory, that holds the runbooks.
 const RunbookDir = "runbooks"
 
-// The rows of the Overview dashboard the runbooks point at.
-const (
-	rowBreakers  = "Circuit breakers"
-	rowRetries   = "Retries"
-	rowBulkheads = "Bulkheads"
-	rowFallbacks = "Fallbacks"
-	rowTimeouts  = "Timeouts"
-)
+//go:embed runbooks.yaml
+var runbooksYAML []byte
 
-// runbook is the hand-written part of one alert's runbook.
+// runbook is the hand-written part of one alert's runbook (runbooks.yaml).
 type runbook struct {
-	meaning string
-	// notes are extra paragraphs after the meaning ({window} expands as in meaning).
-	notes []string
-	// tripCauses adds the section on the breaker's trip causes.
-	tripCauses bool
-	impact     string
-	causes     []string
-	queries    func(r *resolved, s settings) []query
-	panels     []panel
-	mitigation []string
+	Meaning string `yaml:"meaning"`
+	// Notes are extra paragraphs after the meaning ({window} expands as in Meaning).
+	Notes []string `yaml:"notes"`
+	// TripCauses adds the section on the breaker's trip causes.
+	TripCauses bool        `yaml:"trip_causes"`
+	Impact     string      `yaml:"impact"`
+	Causes     []string    `yaml:"causes"`
+	Queries    []query     `yaml:"queries"`
+	Panels     [][2]string `yaml:"panels"` // row, title
+	Mitigation []string    `yaml:"mitigation"`
 }
 
 type query struct {
-	what string
-	expr string
+	What string `yaml:"what"`
+	Expr string `yaml:"expr"` // a text/template: see runbooks.yaml
 }
 
-type panel struct{ row, title string }
+// runbooks are the runbooks of the default alerts, by alert name.
+var runbooks = func() map[string]runbook {
+	var m map[string]runbook
+	if err := yaml.Unmarshal(runbooksYAML, &m); err != nil {
+		panic("rules: runbooks.yaml: " + err.Error()) // embedded data: a test catches it
+	}
+	return m
+}()
+
+// queries renders the investigation queries of rb for the configured namespace, selector and
+// rate window.
+func (r *resolved) queries(rb runbook) ([]query, error) {
+	metrics := map[string]catalog.Metric{}
+	for _, m := range catalog.All() {
+		metrics[m.FullName("")] = m
+	}
+	recs := map[string]func() string{
+		"retry_rate": r.recRetryRate, "rescue_rate": r.recRescueRate, "retry_attempts": r.recRetryAttempts,
+		"budget_denied": r.recBudgetDenied, "breaker_rejection_ratio": r.recBreakerRejectionRatio,
+		"bulkhead_rejection_ratio": r.recBulkheadRejectionRatio, "fallbacks_by_cause": r.recFallbacksByCause,
+		"fallbacks": r.recFallbacks, "failed": r.recFailed, "unrescued_ratio": r.recUnrescuedRatio,
+	}
+	funcs := template.FuncMap{
+		"rng": r.rangeOf,
+		"m": func(name string, matchers ...string) (string, error) {
+			base, suffix := name, ""
+			if _, ok := metrics[name]; !ok {
+				base, suffix = strings.TrimSuffix(name, "_count"), "_count"
+			}
+			m, ok := metrics[base]
+			if !ok {
+				return "", fmt.Errorf("no metric %q in the catalog", name)
+			}
+			var own []selector.Matcher
+			for _, lv := range matchers {
+				l, v, _ := strings.Cut(lv, "=")
+				own = append(own, eq(l, v))
+			}
+			return r.nameSel(r.name(m)+suffix, own...), nil
+		},
+		"rec": func(key string) (string, error) {
+			if f, ok := recs[key]; ok {
+				return r.sel(f(), eq(catalog.LabelName, "<name>")), nil
+			}
+			return "", fmt.Errorf("no recorded series %q", key)
+		},
+	}
+	out := make([]query, len(rb.Queries))
+	for i, q := range rb.Queries {
+		t, err := template.New("q").Funcs(funcs).Parse(q.Expr)
+		var b strings.Builder
+		if err == nil {
+			err = t.Execute(&b, nil)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rules: runbooks.yaml query %q: %w", q.What, err)
+		}
+		out[i] = query{q.What, b.String()}
+	}
+	return out, nil
+}
 
 // GenerateRunbooks renders one Markdown runbook per enabled alert, at
 // runbooks/<AlertName>/README.md (so <runbook base URL>/<AlertName> renders on GitHub and in
@@ -73,7 +132,11 @@ func GenerateRunbooks(cfg Config) ([]File, error) {
 			continue
 		}
 		fmt.Fprintf(&index, "| [%s](%s/README.md) | %s | %s |\n", sp.name, sp.name, s.severity, sp.summaryText(r, placeholder))
-		files = append(files, File{Path: RunbookDir + "/" + sp.name + "/README.md", Data: r.runbook(sp, s)})
+		data, err := r.runbook(sp, s)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Path: RunbookDir + "/" + sp.name + "/README.md", Data: data})
 	}
 	if row, f, ok := r.sloRunbook(); ok {
 		index.WriteString(row)
@@ -82,25 +145,29 @@ func GenerateRunbooks(cfg Config) ([]File, error) {
 	return append([]File{{Path: RunbookDir + "/README.md", Data: index.Bytes()}}, files...), nil
 }
 
-func (r *resolved) runbook(sp alertSpec, s settings) []byte {
+func (r *resolved) runbook(sp alertSpec, s settings) ([]byte, error) {
 	rb := runbooks[sp.name]
+	queries, err := r.queries(rb)
+	if err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("<!-- Code generated by stormwatch generate. DO NOT EDIT. -->\n\n")
 	p("# %s\n\n", sp.name)
 	p("**Severity:** %s · **Summary:** %s\n\n", s.severity, sp.summaryText(r, placeholder))
-	p("## What it means\n\n%s\n\n", withWindow(rb.meaning, r.rateWindow))
-	for _, n := range rb.notes {
+	p("## What it means\n\n%s\n\n", withWindow(rb.Meaning, r.rateWindow))
+	for _, n := range rb.Notes {
 		p("%s\n\n", withWindow(n, r.rateWindow))
 	}
 	p("The alert's description reads, with its labels, measured value and trip cause filled in:\n\n> %s\n\n",
 		sp.description(r, s, descArgs{ref: placeholder, value: "`<value>`", causes: "`<cause>`"}))
-	p("## Impact\n\n%s\n\n", rb.impact)
+	p("## Impact\n\n%s\n\n", rb.Impact)
 	p("## Likely causes\n\n")
-	for _, c := range rb.causes {
+	for _, c := range rb.Causes {
 		p("- %s\n", c)
 	}
-	if rb.tripCauses {
+	if rb.TripCauses {
 		p("\n## Why it tripped\n\n")
 		p("The `%s` label of `%s` (and of this alert, or its description) names the cause of the trip that began the current episode:\n\n",
 			catalog.LabelCause, r.name(catalog.BreakerTrippedSince))
@@ -112,15 +179,15 @@ func (r *resolved) runbook(sp alertSpec, s settings) []byte {
 	}
 	p("\n## Investigate\n\n")
 	p("The alert's `dashboard_url` opens the **%s** dashboard on the alert's labels. In the queries below, replace `<name>` (and `<job>`, `<instance>`) with the alert's labels.\n\n", r.dependencyTitle())
-	for _, q := range rb.queries(r, s) {
-		p("%s\n\n```promql\n%s\n```\n\n", q.what, q.expr)
+	for _, q := range queries {
+		p("%s\n\n```promql\n%s\n```\n\n", q.What, q.Expr)
 	}
 	p("Panels to look at, in **%s** (or in **%s**, whose \"who is hurting\" table lists every dependency, worst first):\n\n", r.dependencyTitle(), r.dashboard)
-	for _, pn := range rb.panels {
-		p("- row *%s*, panel **%s**\n", pn.row, pn.title)
+	for _, pn := range rb.Panels {
+		p("- row *%s*, panel **%s**\n", pn[0], pn[1])
 	}
 	p("\n## Mitigate\n\n")
-	for i, m := range rb.mitigation {
+	for i, m := range rb.Mitigation {
 		p("%d. %s\n", i+1, m)
 	}
 	p("\n## Alert definition\n\n")
@@ -130,7 +197,7 @@ func (r *resolved) runbook(sp alertSpec, s settings) []byte {
 	}
 	p(".\n\n")
 	p("```promql\n%s\n```\n", sp.expr(r, s))
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 // placeholder renders a label's value in a runbook.
@@ -140,345 +207,6 @@ func placeholder(l string) string { return "`<" + l + ">`" }
 func (r *resolved) nameSel(series string, own ...selector.Matcher) string {
 	return r.sel(series, append([]selector.Matcher{eq(catalog.LabelName, "<name>")}, own...)...)
 }
-
-var runbooks = map[string]runbook{
-	AlertStuckOpen: {
-		meaning: "The circuit breaker on one process has not closed since it tripped, and during the last window it either rejected calls or its half-open probes failed. Callers keep arriving and keep getting the fallback or an error: the dependency is still failing for this process. A breaker that is open but idle does not page, and a breaker cycling open → half-open → open is one episode (half-open scrapes do not reset the alert).",
-		notes: []string{
-			"The alert carries the `cause` label of the trip that began the episode (see *Why it tripped*): `slow_call_rate` means the dependency answers, but too slowly — its failure rate is low or unknown (NaN while the breaker is open) and the call latency is what to look at. Up to two missed scrapes in a row do not restart the alert's `for` (the trip timestamp is read with `last_over_time` over three scrape intervals), it resolves as soon as the breaker reports closed, and within about two scrape intervals when the target disappears.",
-			"A restart of the process starts a new breaker: the alert resolves, and fires again once the new process's breaker has been open for the threshold. Restarting the pod is a fix only if the cause was local to it.",
-		},
-		tripCauses: true,
-		impact:     "Every call to the dependency from this process is short-circuited: users get the fallback (degraded answer) or an error. The dependency is protected from load.",
-		causes: []string{
-			"The dependency is down or erroring (5xx, connection refused or reset, timeouts) — check whether other instances see the same (CircuitBreakerOpenFleetWide).",
-			"Only this instance is affected: a bad network path, DNS or TLS problem, exhausted connection pool, or a stale client configuration on this pod.",
-			"Client errors counted as failures: 4xx responses (bad requests, 401/403 credential problems) misclassified as failures keep the breaker open although the dependency is healthy — check the error classes below.",
-			"Timeouts set too short for the dependency's normal latency, so every probe times out.",
-			"Cause `slow_call_rate`: the dependency is slow rather than failing (overload, a slow query, GC), or the slow-call duration threshold is below its normal latency.",
-			"The open duration is so short, or the half-open probe count so large, that probes themselves overload a recovering dependency (recovery stampede).",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"How long the breaker has been not closed, per instance (seconds), and the cause of the trip:", "time() - max by (instance, " + catalog.LabelCause + ") (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)"},
-				{"Rejections and failed probes:", "sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerNotPermitted))) + "))\n\nsum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelTo, catalog.StateOpen.String())) + "[15m]))"},
-				{"Failure and slow-call rates against their thresholds (NaN while open: the window starts afresh; look at them before the trip):", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerFailureRateThreshold)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRateThreshold))},
-				{"What the failures are (error classes seen by the retry on the same call):", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
-			}
-		},
-		panels: []panel{{rowBreakers, "Breaker state"}, {rowBreakers, "Time since trip"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Failure rate"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowRetries, "Failed attempts by error class"}},
-		mitigation: []string{
-			"Confirm the dependency's health from its own dashboards; if it is down, this alert is the symptom — work the dependency's incident and keep the breaker open (it is protecting it).",
-			"If only this instance is affected, restart or drain it, or fix its network/DNS/TLS path.",
-			"If the failures are 4xx or credential errors, fix the classification (they are not dependency failures) or the credentials; do not widen the breaker threshold.",
-			"If the breaker must be bypassed while the dependency is known healthy, force it closed only with the dependency owners' agreement, and watch the failure rate.",
-		},
-	},
-	AlertFlapping: {
-		meaning: "The circuit breaker on one process tripped (closed → open) repeatedly within 15 minutes. A healthy dependency trips a breaker rarely; repeated trips mean the dependency is intermittently failing or the breaker's thresholds are too tight for normal noise. Each trip is worth attributing (a dependency tripping several times a day is a defect).",
-		notes: []string{
-			"The alert has hysteresis: it fires at the threshold's trip within 15 minutes; once firing it holds while any trip is within the last 15 minutes (it reads its own `ALERTS` series), even at a pace below the threshold, and resolves 15 minutes after the last trip. A single trip after it resolved does not bring it back. The description names the cause of the last trip.",
-		},
-		tripCauses: true,
-		impact:     "Each trip short-circuits calls for the open duration: users see bursts of fallbacks or errors, and the breaker's half-open probes hit a dependency that may be struggling.",
-		causes: []string{
-			"The dependency is intermittently failing: overloaded, garbage-collecting, rolling out, or behind a flaky load balancer.",
-			"Thresholds too tight: a minimum number of calls that is too small, so a handful of failures trips the breaker; or a failure-rate threshold below the dependency's normal error rate.",
-			"4xx responses or caller cancellations misclassified as failures.",
-			"Slow-call threshold below the dependency's normal latency percentiles, so latency noise trips the breaker.",
-			"Recovery stampede: after each open period all callers rush back, overload the dependency and trip it again.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Trips per instance in the last hour:", "sum by (instance) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String())) + "[1h]))"},
-				{"All transitions (are probes failing, half_open → open?):", "sum by (from, to) (increase(" + r.nameSel(r.name(catalog.BreakerTransitions)) + "[1h]))"},
-				{"Failure and slow-call rates against their thresholds:", r.nameSel(r.name(catalog.BreakerFailureRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRate))},
-			}
-		},
-		panels: []panel{{rowBreakers, "Trips"}, {rowBreakers, "State transitions"}, {rowBreakers, "Failure rate"}, {rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}},
-		mitigation: []string{
-			"Find what the dependency does at each trip (deploys, load spikes, GC) and fix the cause there.",
-			"If the breaker trips on normal noise, raise the minimum number of calls or the thresholds — based on the observed failure and latency distributions, not guesswork.",
-			"Fix misclassified failures (4xx, cancellations) so they are ignored by the breaker.",
-			"Against recovery stampedes, keep the half-open probe count small and add jitter to the open duration.",
-		},
-	},
-	AlertOpenFleetWide: {
-		meaning: "On more than the configured share of a job's instances — and on at least `min_instances` of them (2 by default) — the circuit breaker of the same name has been open or half-open for the whole `for` duration, rejecting calls or failing its probes. When most pods agree, the dependency itself is down — this is not one bad pod. It never fires for a job with fewer instances than `min_instances` (one replica is not a fleet: CircuitBreakerStuckOpen covers it), for breakers nobody calls, or for breakers that are disabled, metrics-only or forced open by an operator.",
-		notes: []string{
-			"Each instance's state is read with `last_over_time` over three scrape intervals, so up to two missed scrapes do not restart the `for`; an instance that disappears stops counting within about two scrape intervals. The description lists the trip causes across the instances.",
-		},
-		tripCauses: true,
-		impact:     "The feature that depends on it is degraded or unavailable for most users of the job.",
-		causes: []string{
-			"The dependency is down, overloaded or unreachable (outage, bad deploy, expired certificate, DNS failure, network partition).",
-			"A credential or configuration change shared by all instances (expired token, 401/403 for everyone) — a separate credential problem, not something the breaker can fix.",
-			"A shared rate limit (429) being hit by the whole fleet.",
-			"A retry storm from this or another caller overloading the dependency (retries multiplying through layers).",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Instances with the breaker not closed, by trip cause, and all instances with the breaker:", "count by (job, " + catalog.LabelCause + ") (" + r.nameSel(r.name(catalog.BreakerTrippedSince)) + " > 0)\n\ncount by (job) (" + r.nameSel(r.name(catalog.BreakerState), eq(catalog.LabelState, catalog.StateClosed.String())) + ")"},
-				{"Error classes across the fleet:", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
-				{"Retry amplification towards the dependency (extra attempts per call):", r.sel(r.recRetryRate(), eq(catalog.LabelName, "<name>"))},
-			}
-		},
-		panels: []panel{{rowBreakers, "Breaker state"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Breaker rejection ratio"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Retry rate"}},
-		mitigation: []string{
-			"Escalate to the dependency's owners; declare an incident if the feature is user-facing.",
-			"Make sure the fallback is serving (see FallbackSustained) and that retries are budgeted so the fleet does not hammer the recovering dependency.",
-			"If the cause is credentials (http_auth errors), fix them; breakers and retries cannot.",
-			"Do not force breakers closed fleet-wide while the dependency is down; let half-open probes detect recovery.",
-		},
-	},
-	AlertRejectingCalls: {
-		meaning: "More than the configured share of calls to the dependency were rejected by the circuit breaker (not permitted) over the last {window words}, for the `for` duration. This is the user-impact view of an open breaker: how many requests are being sacrificed.",
-		impact:  "The rejected share of requests gets the fallback or an error instead of the dependency's answer.",
-		causes: []string{
-			"The breaker is open because the dependency is failing (see CircuitBreakerStuckOpen / CircuitBreakerOpenFleetWide).",
-			"The breaker trips too easily (thresholds too tight, 4xx counted as failures) and rejects calls a healthy dependency could serve.",
-			"A long open duration keeps rejecting after the dependency has recovered.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Rejection ratio:", r.sel(r.recBreakerRejectionRatio(), eq(catalog.LabelName, "<name>"))},
-				{"Rejected vs permitted calls per second:", "sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerNotPermitted))) + "))\n\nsum by (instance, kind) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCalls))) + "))"},
-			}
-		},
-		panels: []panel{{rowBreakers, "Breaker rejection ratio"}, {rowBreakers, "Not-permitted calls"}, {rowBreakers, "Breaker state"}, {rowFallbacks, "Fallbacks by cause"}},
-		mitigation: []string{
-			"Work the cause of the open breaker (dependency health first).",
-			"Check that rejected calls get a useful fallback; add one if they surface as errors.",
-			"If the breaker is too eager, tune its thresholds or the open duration from the observed data.",
-		},
-	},
-	AlertRetryRateHigh: {
-		meaning: "Over the last {window words} the retry made more than the configured number of extra attempts per logical call, for the `for` duration. A low, steady retry rate is normal; a sustained high one means something downstream is persistently wrong, and every retry multiplies load on it.",
-		impact:  "Latency rises by the backoff delays; the dependency receives (1 + retry rate) × the traffic, which can turn a partial failure into an outage.",
-		causes: []string{
-			"The dependency is failing or timing out (look at the error classes).",
-			"Retrying errors that cannot succeed: 4xx, authentication failures or permanent 5xx misclassified as retryable.",
-			"Timeouts too short for the dependency's normal latency, so attempts time out and are retried.",
-			"Retries at several layers (client, service, mesh) multiplying each other — a retry storm.",
-			"Retry-After ignored on 429/503, so retries come back before the server is ready.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Retry rate (extra attempts per call):", r.sel(r.recRetryRate(), eq(catalog.LabelName, "<name>"))},
-				{"What fails (error classes):", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
-				{"Outcomes of logical calls:", "sum by (kind) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryCalls))) + "))"},
-			}
-		},
-		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Retry outcomes"}, {rowRetries, "Backoff delays by source"}, {rowTimeouts, "Timed-out ratio"}},
-		mitigation: []string{
-			"Fix the failing dependency or the failing request class.",
-			"Stop retrying non-retryable classes (4xx, auth, permanent 5xx); honour Retry-After.",
-			"Retry at one layer only, and put a retry budget and a circuit breaker on the call so retries stop when they cannot help.",
-		},
-	},
-	AlertRetryRateSpike: {
-		meaning: "The retry rate over the last {window words} is several times what it was an hour earlier and above a small floor. A jump in retries is usually the earliest signal of a downstream fault — it shows up before error rates do, because retries are still rescuing most calls.",
-		notes: []string{
-			"**The first hour of data.** The comparison needs a value an hour earlier, which does not exist during the first hour after a service (or Prometheus) starts collecting data, nor when there were no calls an hour ago. Then the alert compares with the average retry rate over the data before the last two rate windows and the `for` duration (so that the jump itself is not part of the baseline while the alert is pending): it can fire from about that long after the data begins, against a baseline of only a few minutes at first. After the first hour it compares with the {window adj} window exactly an hour earlier. A service that starts in trouble has no jump to detect: RetryRateHigh covers it.",
-		},
-		impact: "Little yet: users mostly get answers, a bit slower. It is an early warning; left alone it can grow into RetryRateHigh or a retry storm.",
-		causes: []string{
-			"A dependency starting to fail, slow down or shed load (deploy, capacity, noisy neighbour).",
-			"A new client or deploy on this side that retries more aggressively or sends requests that fail.",
-			"Rate limiting (429) kicking in as traffic grows.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Retry rate now and one hour ago:", r.sel(r.recRetryRate(), eq(catalog.LabelName, "<name>")) + "\n\n" + r.sel(r.recRetryRate(), eq(catalog.LabelName, "<name>")) + " offset 1h"},
-				{"New error classes:", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
-				{"Retry delays set by Retry-After vs backoff:", "sum by (source) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryBackoff)+"_count")) + "))"},
-			}
-		},
-		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}, {rowRetries, "Backoff delays by source"}, {rowBreakers, "Failure rate"}},
-		mitigation: []string{
-			"Look at the dependency now, before users notice; correlate with deploys on either side.",
-			"If the rise is 429s, reduce the request rate or raise the limit; make sure Retry-After is honoured.",
-			"No action is needed if the cause is known and transient; the alert resolves when the rate settles.",
-		},
-	},
-	AlertRetryBudgetExhausted: {
-		meaning: "Over the last {window words} the retry budget refused more than the configured share of the retries the retry wanted to make (refused / (refused + made)), with at least 10 refusals, for the `for` duration: there were more failures than the budget allows retries for. The budget is doing its job — capping the extra load retries put on a struggling dependency — but calls now fail on the first error. A trickle of refusals does not page; the share is a rate over the window, so it fires at low traffic too (one call a second), and `keep_firing_for` carries it across a process restart, whose fresh budget refuses nothing for a while.",
-		impact:  "Calls that a retry might have rescued fail instead; the dependency is protected from a retry storm.",
-		causes: []string{
-			"The dependency is failing broadly, so the share of calls needing retries exceeds the budget ratio.",
-			"A retry storm upstream of this service is being absorbed here.",
-			"The budget is too small for the dependency's normal transient error rate (rare; size it from the observed retry rate).",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Denials and available tokens:", "sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryBudgetDenied))) + "))\n\n" + r.nameSel(r.name(catalog.RetryBudgetTokens))},
-				{"Retry rate and error classes:", r.sel(r.recRetryRate(), eq(catalog.LabelName, "<name>")) + "\n\nsum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
-			}
-		},
-		panels: []panel{{rowRetries, "Retry budget tokens"}, {rowRetries, "Retry budget denials"}, {rowRetries, "Retry rate"}, {rowRetries, "Failed attempts by error class"}},
-		mitigation: []string{
-			"Treat it as a dependency incident: the budget is a symptom of many failures.",
-			"Do not raise the budget to make the alert go away — that re-enables the retry storm it prevents.",
-			"If the dependency is healthy and the budget is undersized for normal noise, size it from the observed retry rate.",
-		},
-	},
-	AlertRetriesNotRescuing: {
-		meaning: "Fewer than the configured share of the calls that were retried ended in success (with at least 10 retried calls in the window). Retries help with transient faults; when they do not rescue calls, the fault is persistent and retrying only multiplies load on a failing dependency. The description says whether the breaker on the same name is already open (then the outage is the thing to work) or whether the call needs a circuit breaker (or one with tighter settings).",
-		impact:  "Users wait through the backoff delays and still get an error; the dependency gets extra load.",
-		causes: []string{
-			"A persistent dependency failure (down, misconfigured, rejecting this client).",
-			"Retrying non-retryable errors: 4xx, authentication errors, permanent 5xx (501, 505) misclassified as transient.",
-			"A missing circuit breaker: nothing stops the retries when every attempt fails.",
-			"Attempt timeouts shorter than the dependency's latency, so every attempt times out.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Rescue rate:", r.sel(r.recRescueRate(), eq(catalog.LabelName, "<name>"))},
-				{"Outcomes and error classes:", "sum by (kind) (rate(" + r.nameSel(r.name(catalog.RetryCalls)) + "[10m]))\n\nsum by (class) (rate(" + r.nameSel(r.name(catalog.RetryErrors)) + "[10m]))"},
-			}
-		},
-		panels: []panel{{rowRetries, "Rescue rate"}, {rowRetries, "Retry outcomes"}, {rowRetries, "Failed attempts by error class"}, {rowBreakers, "Breaker state"}},
-		mitigation: []string{
-			"Put a circuit breaker around the retried call (inside the retry) so a persistent failure stops the attempts.",
-			"Stop retrying the failing error classes if they are not transient.",
-			"Fix the dependency or the request; the alert resolves once retries rescue calls again or stop.",
-		},
-	},
-	AlertBulkheadRejectionsHigh: {
-		meaning: "More than the configured share of calls were rejected by the bulkhead (no permit free) over the last {window words}, for the `for` duration. The bulkhead keeps a slow dependency from exhausting this service's threads/goroutines; sustained rejections mean it is too small for the load or the dependency got slower.",
-		impact:  "The rejected calls fail fast (or get the fallback).",
-		causes: []string{
-			"The dependency got slower: each call holds its permit longer (Little's law: permits needed = rate × latency).",
-			"Traffic grew beyond what the bulkhead was sized for (undersized bulkhead).",
-			"Retries inside the bulkhead multiply the permits each logical call needs.",
-			"Attempt timeouts missing or too long, so stuck calls hold permits.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Rejection ratio:", r.sel(r.recBulkheadRejectionRatio(), eq(catalog.LabelName, "<name>"))},
-				{"In-flight against the limit, and waiting callers:", r.nameSel(r.name(catalog.BulkheadInflight)) + "\n\n" + r.nameSel(r.name(catalog.BulkheadMaxConcurrent)) + "\n\n" + r.nameSel(r.name(catalog.BulkheadWaiting))},
-				{"Latency of the calls holding the permits (p99; " + classicNote + "):", "histogram_quantile(0.99, sum(rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration))) + ")))"},
-			}
-		},
-		panels: []panel{{rowBulkheads, "Bulkhead rejection ratio"}, {rowBulkheads, "In-flight vs max concurrent calls"}, {rowBulkheads, "Waiting callers"}, {rowBulkheads, "Wait for a permit"}, {rowBreakers, "Call latency"}},
-		mitigation: []string{
-			"If the dependency got slower, fix that (or shorten attempt timeouts) rather than enlarging the bulkhead.",
-			"If traffic grew, size the bulkhead from rate × p99 latency with headroom, within what the dependency can take.",
-			"Move retries outside the bulkhead or budget them.",
-		},
-	},
-	AlertBulkheadSaturated: {
-		meaning: "On the busiest instance, more than the configured share of the bulkhead's permits have been in use, on average over the last {window words}, for the `for` duration. Rejections have not necessarily started, but the next burst will be rejected.",
-		notes: []string{
-			"The permits in use are averaged over the rate window (`avg_over_time`): a sampled gauge dips between calls, and one scrape with a permit free would otherwise restart the `for`. The bulkhead's size is read with `last_over_time` over three scrape intervals, so missed scrapes do not restart the `for` and a target that disappears leaves the alert within about two scrape intervals.",
-		},
-		impact: "None yet; it is a capacity warning. Latency may already include waiting for permits.",
-		causes: []string{
-			"The dependency is slower than usual, so permits are held longer.",
-			"Traffic is close to the bulkhead's design capacity (undersized bulkhead).",
-			"Calls without a timeout pile up holding permits.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Utilisation per instance:", r.nameSel(r.name(catalog.BulkheadInflight)) + "\n/\n" + r.nameSel(r.name(catalog.BulkheadMaxConcurrent))},
-				{"Time waited for a permit (p99; " + classicNote + "):", "histogram_quantile(0.99, sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BulkheadWaitDuration))) + ")))"},
-			}
-		},
-		panels: []panel{{rowBulkheads, "In-flight vs max concurrent calls"}, {rowBulkheads, "Waiting callers"}, {rowBulkheads, "Wait for a permit"}, {rowTimeouts, "Timed-out ratio"}},
-		mitigation: []string{
-			"Check the dependency's latency first; a slower dependency fills any bulkhead.",
-			"Resize the bulkhead from rate × latency if traffic grew for good.",
-			"Make sure every call under the bulkhead has a timeout.",
-		},
-	},
-	AlertFallbackSustained: {
-		meaning: "Fallbacks ran in every {window adj} window for the `for` duration. A fallback is meant to bridge short failures; running on it for this long means the service is persistently degraded, even if error rates look fine.",
-		impact:  "Users get the degraded answer (cached, default or empty) instead of the real one.",
-		causes: []string{
-			"An open circuit breaker (cause circuit_open) — the dependency is down.",
-			"A full bulkhead (bulkhead_full), timeouts (timeout) or exhausted retries (retries_exhausted) — see the cause label.",
-			"The primary path throws an error the fallback catches (error), e.g. a bug or a misclassified 4xx.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Fallbacks by cause:", "sum by (cause) (" + r.sel(r.recFallbacksByCause(), eq(catalog.LabelName, "<name>")) + ")"},
-				{"Is the breaker open?", r.nameSel(r.name(catalog.BreakerState), eq(catalog.LabelState, catalog.StateOpen.String()))},
-			}
-		},
-		panels: []panel{{rowFallbacks, "Fallbacks by cause"}, {rowFallbacks, "Fallbacks"}, {rowBreakers, "Breaker state"}, {rowBulkheads, "Bulkhead rejection ratio"}},
-		mitigation: []string{
-			"Follow the dominant cause to its alert (breaker, bulkhead, timeout, retries) and fix the dependency or the error.",
-			"Tell the feature owners the service is degraded; the fallback hides it from error-rate dashboards.",
-		},
-	},
-	AlertDependencyOutage: {
-		meaning: "More than the configured share of the calls to the dependency failed over the last {window words} and no fallback answered them, with at least 10 such failures, for the `for` duration. Failed calls are the retry's final outcomes (`failed_without_retry`, `failed_with_retry`) where the call has a retry, else the breaker's failed and rejected calls; fallback invocations are subtracted as rescued. This is the page for an outage users feel: it fires for a job of one instance as for a fleet, and not while fallbacks answer or retries rescue the calls (a contained incident).",
-		impact:  "Users get errors from the feature that depends on this dependency.",
-		causes: []string{
-			"The dependency is down, overloaded or unreachable (outage, bad deploy, expired certificate, DNS failure, network partition).",
-			"A credential or configuration change (401/403 for every call).",
-			"No fallback is configured for the call, or the fallback itself fails.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Share of calls failing unrescued, failed calls and fallbacks per second:", r.sel(r.recUnrescuedRatio(), eq(catalog.LabelName, "<name>")) + "\n\n" + r.sel(r.recFailed(), eq(catalog.LabelName, "<name>")) + "\n\n" + r.sel(r.recFallbacks(), eq(catalog.LabelName, "<name>"))},
-				{"What fails (error classes):", "sum by (class) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.RetryErrors))) + "))"},
-				{"Breaker state per instance:", r.nameSel(r.name(catalog.BreakerState), eq(catalog.LabelState, catalog.StateOpen.String()))},
-			}
-		},
-		panels: []panel{{rowRetries, "Retry outcomes"}, {rowRetries, "Failed attempts by error class"}, {rowBreakers, "Breaker state"}, {rowFallbacks, "Fallbacks by cause"}},
-		mitigation: []string{
-			"Declare an incident and escalate to the dependency's owners.",
-			"If a fallback can serve a degraded answer, enable it: the page stops once fallbacks answer the failing calls.",
-			"Make sure retries are budgeted and a breaker guards the call, so the fleet does not hammer the recovering dependency.",
-		},
-	},
-	AlertRetryStormContained: {
-		meaning: "The callers wanted more than the configured number of retries per call over the last {window words} (retries made plus retries the budget refused), yet fewer than 5% of calls failed without a fallback answering: a retry storm happened and stormwatch's retry budget, breakers and fallbacks contained it. It is an info-level record that stays for `keep_firing_for` (1h) after the storm, so that a contained incident is still visible after it ended.",
-		impact:  "None for users, or little: the storm was contained. The dependency saw extra load.",
-		causes: []string{
-			"A short dependency fault or slowdown that retries rode out.",
-			"Retries at several layers multiplying, held back by the retry budget.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Retries made and refused, and the share of calls failing unrescued:", r.sel(r.recRetryAttempts(), eq(catalog.LabelName, "<name>")) + "\n\n" + r.sel(r.recBudgetDenied(), eq(catalog.LabelName, "<name>")) + "\n\n" + r.sel(r.recUnrescuedRatio(), eq(catalog.LabelName, "<name>"))},
-			}
-		},
-		panels: []panel{{rowRetries, "Retry rate"}, {rowRetries, "Retry budget denials"}, {rowRetries, "Retry outcomes"}},
-		mitigation: []string{
-			"Nothing is urgent. Find what failed (the dependency's own dashboards) and whether it will recur.",
-			"If these records are frequent, the dependency has a recurring fault worth a ticket.",
-		},
-	},
-	AlertSlowCallRateHigh: {
-		meaning: "On one process, the breaker's slow-call rate has stayed above the configured share of its own slow-call threshold for the `for` duration. The breaker is about to trip on latency. The slow-call rate is read with `last_over_time` over three scrape intervals, so up to two missed scrapes do not restart the `for`.",
-		notes: []string{
-			"When the breaker trips on slow calls, its window starts afresh (the slow-call rate reads NaN until enough calls were made) and this alert resolves; the episode is then reported by CircuitBreakerStuckOpen with `cause=\"slow_call_rate\"` if it lasts.",
-		},
-		impact: "None yet; latency is already high for users of this call. When the breaker trips, calls will be rejected.",
-		causes: []string{
-			"The dependency got slower (load, a slow query, GC, a noisy neighbour).",
-			"A slow-call duration threshold set below the dependency's normal latency percentiles.",
-			"This instance is CPU-starved or its connection pool is exhausted, inflating measured durations.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Slow-call rate against the threshold:", r.nameSel(r.name(catalog.BreakerSlowCallRate)) + "\n\n" + r.nameSel(r.name(catalog.BreakerSlowCallRateThreshold))},
-				{"Call latency p99 per instance (" + classicNote + "):", "histogram_quantile(0.99, sum by (instance) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.BreakerCallDuration))) + ")))"},
-			}
-		},
-		panels: []panel{{rowBreakers, "Slow-call rate vs threshold"}, {rowBreakers, "Call latency"}, {rowTimeouts, "Timed-out ratio"}},
-		mitigation: []string{
-			"Find why the dependency is slow and fix it; the alert is the early warning before the trip.",
-			"If latency is normal and the slow-call threshold is too tight, raise it based on the observed percentiles.",
-		},
-	},
-}
-
-// classicNote says how the latency queries read when Prometheus stores classic buckets rather
-// than the collector's native histograms.
-const classicNote = "native histograms; with classic buckets, rate the `_bucket` series and add `le` to the `by` clause"
 
 // tripCauseDoc explains one trip cause in the breaker runbooks.
 type tripCauseDoc struct{ why, look string }

@@ -205,6 +205,27 @@ func stuck(cs []check, trip time.Duration, cause string) []check {
 	return cs
 }
 
+// halfOpenCycle is a breaker open from t0 on, half-open for one scrape in every cycle, its
+// probe failing as it reopens.
+func halfOpenCycle(cycle time.Duration) (func(time.Duration) catalog.State, func(time.Duration) float64) {
+	state := func(t time.Duration) catalog.State {
+		switch {
+		case t < t0:
+			return catalog.StateClosed
+		case (t-t0)%cycle == cycle-step:
+			return catalog.StateHalfOpen
+		}
+		return catalog.StateOpen
+	}
+	probeFailures := func(t time.Duration) float64 {
+		if t > t0 && (t-t0)%cycle == 0 {
+			return 1
+		}
+		return 0
+	}
+	return state, probeFailures
+}
+
 // stuckCond returns the stuck-open threshold T and the first evaluation C at which a breaker
 // tripped at t0 has been open for more than T.
 func (c *scenario) stuckCond() (T, C time.Duration) {
@@ -239,23 +260,7 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 
 	// Half-open scrapes: the breaker cycles open → half_open → open every 30s; the probes fail
 	// and no call is rejected in between. The episode is still one episode.
-	cycle := 30 * time.Second
-	halfOpen := func(t time.Duration) bool { return t >= t0 && (t-t0)%cycle == cycle-step }
-	state := func(t time.Duration) catalog.State {
-		switch {
-		case t < t0:
-			return catalog.StateClosed
-		case halfOpen(t):
-			return catalog.StateHalfOpen
-		}
-		return catalog.StateOpen
-	}
-	probeFailures := func(t time.Duration) float64 {
-		if t > t0 && (t-t0)%cycle == 0 {
-			return 1
-		}
-		return 0
-	}
+	state, probeFailures := halfOpenCycle(30 * time.Second)
 	out = append(out, testCase{
 		name: c.name("fires on failed half-open probes without rejections; half-open scrapes do not reset it"),
 		tracks: append(build(end, proc{eps: []episode{{t0, forever, causeFailure}}, rejections: zero, probes: probeFailures}),
@@ -664,6 +669,24 @@ func fleetFiringScenarios(fl fleet) []testCase {
 	return out
 }
 
+// fleetFailedScrape: one failed scrape of every instance while pending does not delay it.
+func fleetFailedScrape(fl fleet) []testCase {
+	c, start := fl.c, t0+step
+	if !c.bridges(1) {
+		return nil
+	}
+	fs := start + ceilStep(c.forDur()/2)
+	failed := fl.expect(sortChecks(append(c.fires(start, start), check{at: max(fs, start+c.forDur()), firing: true})))
+	end := lastCheck(failed) + time.Minute
+	tracks := fl.build(end, fl.open, modeRejecting, t0, forever, fl.n)
+	failScrape(fs, tracks...)
+	return []testCase{{
+		name:   c.name("fires on time although one scrape of every instance failed at %s while it was pending", FormatDuration(fs)),
+		tracks: tracks,
+		checks: failed,
+	}}
+}
+
 // fleetQuietScenarios: the cases that must not page, a failed scrape, recovery, a vanished fleet.
 func fleetQuietScenarios(fl fleet) []testCase {
 	c, n, open, build, expect := fl.c, fl.n, fl.open, fl.build, fl.expect
@@ -714,18 +737,7 @@ func fleetQuietScenarios(fl fleet) []testCase {
 			checks: quiet,
 		})
 	}
-	if c.bridges(1) {
-		fs := start + ceilStep(c.forDur()/2)
-		failed := expect(sortChecks(append(c.fires(start, start), check{at: max(fs, start+c.forDur()), firing: true})))
-		end = lastCheck(failed) + time.Minute
-		tracks := build(end, open, modeRejecting, t0, forever, n)
-		failScrape(fs, tracks...)
-		out = append(out, testCase{
-			name:   c.name("fires on time although one scrape of every instance failed at %s while it was pending", FormatDuration(fs)),
-			tracks: tracks,
-			checks: failed,
-		})
-	}
+	out = append(out, fleetFailedScrape(fl)...)
 	R := start + c.forDur() + time.Minute
 	res := expect(slices.Concat(c.fires(start, start), c.resolves(R, R)))
 	end = lastCheck(res) + time.Minute

@@ -937,7 +937,8 @@ func notRescuingScenarios(c *scenario) ([]testCase, error) {
 }
 
 func retryRateHighScenarios(c *scenario) ([]testCase, error) {
-	attempts := math.Floor(2*c.s.threshold*perStep) + 1 // per perStep retried calls
+	// Per perStep retried calls; at least twice the volume floor within one step.
+	attempts := math.Max(math.Floor(2*c.s.threshold*perStep)+1, 2*MinEvents)
 	build := func(end time.Duration, retried, plain func(time.Duration) float64) []*track {
 		return []*track{
 			c.counter(catalog.RetryCalls, end, func(t time.Duration) float64 { return retried(t) + plain(t) },
@@ -1146,7 +1147,8 @@ func outageScenarios(c *scenario) ([]testCase, error) {
 }
 
 func containedScenarios(c *scenario) ([]testCase, error) {
-	wanted := math.Floor(2*c.s.threshold*perStep) + 1 // per perStep calls, half made, half refused
+	// Per perStep calls, half made, half refused; at least twice the volume floor within one step.
+	wanted := math.Max(math.Floor(2*c.s.threshold*perStep)+1, 2*MinEvents)
 	start, W := t0+step, c.r.rateWindow
 	stop := start + W + c.forDur() + 5*time.Minute
 	// storm: retries wanted from start to to; failed calls per step, answered by a fallback or not.
@@ -1164,7 +1166,7 @@ func containedScenarios(c *scenario) ([]testCase, error) {
 	end := ceilStep(stop+W+c.keep()) + 2*time.Minute
 	storm := build(end, stop, 0, 0)
 	// While it is kept firing, the alert shows the last value above the threshold.
-	last := stop
+	last := stop - step
 	for c.value(storm, last+step) > c.s.threshold {
 		last += step
 	}
@@ -1188,14 +1190,16 @@ func containedScenarios(c *scenario) ([]testCase, error) {
 		tracks: build(end, forever, perStep/2, 1),
 		checks: fire,
 	})
-	blip := math.Min(perStep, math.Floor(c.s.threshold*perStep*float64(W/step)/2))
-	blipTracks := build(end, start, 0, 0)
-	blipTracks[2] = c.counter(catalog.RetryAttempts, end, when(start+time.Minute, start+time.Minute+step, blip, 0))
-	blipTracks[3] = c.counter(catalog.RetryBudgetDenied, end, zero)
+	// A blip once the window holds only steady traffic, half the threshold over the window.
+	blip, bt := math.Min(perStep, math.Floor(c.s.threshold*perStep*float64(W/step)/2)), start+W+time.Minute
+	blipChecks := silent(bt, bt+c.forDur()+step, bt+W+c.forDur())
+	blipTracks := build(lastCheck(blipChecks)+time.Minute, start, 0, 0)
+	blipTracks[2] = c.counter(catalog.RetryAttempts, lastCheck(blipChecks)+time.Minute, when(bt, bt+step, blip, 0))
+	blipTracks[3] = c.counter(catalog.RetryBudgetDenied, lastCheck(blipChecks)+time.Minute, zero)
 	out = append(out, testCase{
 		name:   c.name("a 15s blip of %s retries per call does not fire", fnum(blip/perStep)),
 		tracks: blipTracks,
-		checks: quiet,
+		checks: blipChecks,
 	})
 	out = append(out, testCase{
 		name:   c.name("idle (no calls) does not fire"),

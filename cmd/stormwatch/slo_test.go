@@ -100,7 +100,7 @@ func TestGenerateWithSLOs(t *testing.T) {
 	for _, f := range []string{sloRulesFile, sloTestsFile, "runbooks/DependencyErrorBudgetBurn/README.md", "dashboards/stormwatch-slos.json"} {
 		assert.Contains(t, files, f)
 	}
-	assert.Len(t, files, 4+14+len(defaultDashboardFiles(t))+1)
+	assert.Len(t, files, 4+16+len(defaultDashboardFiles(t))+1)
 	plain, err := os.ReadFile(filepath.Join(out, rulesFile))
 	require.NoError(t, err)
 	assert.NotContains(t, string(plain), rules.GroupSLOPrefix, "the default rule file is the same with or without SLOs")

@@ -48,7 +48,7 @@ unit:
 ## (thresholds at both ends, short and long windows and fors, namespace, disabled alerts); the
 ## unit suite checks the defaults and a group_by + selector configuration.
 rules-matrix: tools-promtool
-	$(GO) test -tags promtoolmatrix $(TESTCOUNT) -run TestPromtoolAcceptsTheConfigMatrix ./rules/
+	$(GO) test -tags promtoolmatrix $(TESTCOUNT) -timeout 30m -run TestPromtoolAcceptsTheConfigMatrix ./rules/
 
 ## generate: refresh the checked-in output: the defaults (rules, tests, runbooks, dashboards) in
 ## examples/generated, and in examples/generated-slo what the SLO example config adds to them

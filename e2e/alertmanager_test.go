@@ -24,10 +24,10 @@ import (
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
-// outagePage is the critical alert a sustained outage with user impact raises. Placeholder
-// until the alert exists: keep it equal to the alert the generated fragment's inhibition table
-// names first (the test checks that the fragment routes and inhibits with it).
-const outagePage = "DependencyOutage"
+// outagePage is the critical alert a sustained outage with user impact raises (the first
+// source of the generated fragment's inhibition table; the test checks that the fragment
+// routes and inhibits with it).
+const outagePage = rules.AlertDependencyOutage
 
 // amScale is how many times faster than real time the notification test runs: the fragment's
 // group_wait, group_interval and repeat_interval are divided by it, and so are the minutes of

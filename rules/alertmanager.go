@@ -23,9 +23,7 @@ const (
 )
 
 // alertOutage is the critical alert a sustained dependency outage with user impact raises.
-// Placeholder: the name is not fixed yet; once the alert exists, this names its constant and
-// the inhibition table below follows it.
-const alertOutage = "DependencyOutage"
+const alertOutage = AlertDependencyOutage
 
 // symptoms are the alerts that a dependency which is down raises besides the alerts that say
 // so: the breaker rejecting, retries failing or exhausting their budget, fallbacks answering,
@@ -34,6 +32,8 @@ var symptoms = []string{
 	AlertRejectingCalls, AlertFlapping, AlertRetryRateHigh, AlertRetryRateSpike,
 	AlertRetriesNotRescuing, AlertRetryBudgetExhausted, AlertFallbackSustained,
 	AlertBulkheadRejectionsHigh, AlertBulkheadSaturated, AlertSlowCallRateHigh,
+	AlertRetryStormContained, AlertLimiterSaturated, AlertLimiterRejectionsHigh,
+	AlertLimiterPinnedAtMinimum, AlertThrottleShedding,
 }
 
 // inhibition is one inhibit rule: while source fires for a dependency (the same group_by
@@ -158,14 +158,12 @@ func (r *resolved) alertmanagerConfig() amConfig {
 	return c
 }
 
-// amAlertNames are the alerts the fragment routes: the default alerts, the outage page and,
-// when the config has SLOs, their burn-rate alerts.
+// amAlertNames are the alerts the fragment routes: the default alerts and, when the config has
+// SLOs, their burn-rate alerts.
 func (r *resolved) amAlertNames() []string {
-	names := []string{alertOutage}
+	var names []string
 	for _, sp := range specs {
-		if sp.name != alertOutage {
-			names = append(names, sp.name)
-		}
+		names = append(names, sp.name)
 	}
 	if len(r.slos) > 0 {
 		names = append(names, AlertErrorBudgetBurn)
@@ -173,13 +171,12 @@ func (r *resolved) amAlertNames() []string {
 	return names
 }
 
-// amEnabled says whether alert is generated: an enabled default alert, or the outage page while
-// it is a placeholder that no alert spec defines yet.
+// amEnabled says whether alert is generated: an enabled default alert, or the SLO alert.
 func (r *resolved) amEnabled(alert string) bool {
 	if s, ok := r.alerts[alert]; ok {
 		return s.enabled
 	}
-	return alert == alertOutage || alert == AlertErrorBudgetBurn
+	return alert == AlertErrorBudgetBurn
 }
 
 // amAlerts keeps the names of enabled alerts, in order.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
 
 // Rule groups, in file order.
@@ -36,6 +37,8 @@ const (
 	AlertBulkheadSaturated      = "BulkheadSaturated"
 	AlertFallbackSustained      = "FallbackSustained"
 	AlertSlowCallRateHigh       = "SlowCallRateHigh"
+	AlertDependencyOutage       = "DependencyOutage"
+	AlertRetryStormContained    = "RetryStormContained"
 )
 
 // RetrySpikeFloor is the retry rate (extra attempts per call) RetryRateSpike also requires, so
@@ -153,6 +156,8 @@ type alertSpec struct {
 	expr func(r *resolved, s settings) string
 	// causes, for breaker alerts, builds the alert template text naming the trip cause(s).
 	causes func(r *resolved, s settings) string
+	// causesElse is what causes expands to when its query finds nothing (the tests expect it).
+	causesElse string
 	// description builds the description.
 	description func(r *resolved, s settings, a descArgs) string
 }
@@ -165,7 +170,7 @@ var specs = []alertSpec{
 		thresholdDoc:  "seconds the breaker has not been closed (since the trip that began the episode)",
 		thresholdUnit: "seconds",
 		forDur:        time.Minute,
-		summary:       "Circuit breaker is stuck open while calls keep arriving.",
+		summary:       "Circuit breaker %s is stuck open while calls keep arriving.",
 		value:         valueDuration,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
@@ -178,9 +183,7 @@ var specs = []alertSpec{
   %[4]s == 0
 ) > %[5]s
 and on (%[1]s)
-(
-%[6]s
-)`, gi, catalog.LabelCause, r.last(ts), ts, num(s.threshold), r.impact(true, stuckOpenWindow(s)))
+%[6]s`, gi, catalog.LabelCause, r.last(ts), ts, num(s.threshold), r.impact(stuckOpenWindow(s)))
 		},
 		causes: func(*resolved, settings) string {
 			return "{{ with $labels." + catalog.LabelCause + " }}{{ . }}{{ else }}an unknown cause{{ end }}"
@@ -193,13 +196,14 @@ and on (%[1]s)
 	{
 		name: AlertFlapping, group: GroupCircuitBreaker, perInstance: true, severity: "warning",
 		threshold: 3, bounds: bounds{min: 2, max: 40, integer: true},
-		thresholdDoc: "closed→open trips within 15m",
-		summary:      "Circuit breaker keeps tripping.",
+		thresholdDoc: "closed→open trips within 15m (to fire; once firing, it holds while any trip is within 15m)",
+		summary:      "Circuit breaker %s keeps tripping.",
 		value:        valueCount,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
 			rec := r.sel(r.recBreakerTrips())
-			return fmt.Sprintf("%[2]s > 0\nand on (%[1]s)\nmax_over_time(%[2]s[%[3]s]) >= %[4]s", gi, rec, FormatDuration(flappingWindow), num(s.threshold))
+			return fmt.Sprintf("%[2]s >= %[3]s\nor on (%[1]s)\n(\n  %[2]s > 0\n  and on (%[1]s)\n  ALERTS{alertname=%[4]q, alertstate=\"firing\"}\n)",
+				gi, rec, num(s.threshold), AlertFlapping)
 		},
 		causes: func(r *resolved, s settings) string {
 			// The cause of the newest episode seen in the window: the trip cause of the last trip.
@@ -207,7 +211,7 @@ and on (%[1]s)
 			return r.queryTemplate(q, true, `{{ with . | first | label "`+catalog.LabelCause+`" }}{{ . }}{{ else }}unknown{{ end }}`, "unknown")
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Circuit breaker %s tripped (closed to open) %s times in the last %s, and at least %s times within %s since the alert began (last trip caused by %s): the dependency is unstable or the breaker's thresholds are too tight. It resolves %s after the last trip.",
+			return fmt.Sprintf("Circuit breaker %s tripped (closed to open) %s times in the last %s (it fires at %s trips within %s and holds while the breaker keeps tripping; last trip caused by %s): the dependency is unstable or the breaker's thresholds are too tight. It resolves %s after the last trip, and a single later trip does not bring it back.",
 				r.subject(true, a.ref), a.value, FormatDuration(flappingWindow), num(s.threshold), FormatDuration(flappingWindow), a.causes, FormatDuration(flappingWindow))
 		},
 	},
@@ -216,18 +220,13 @@ and on (%[1]s)
 		threshold: 0.5, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
 		thresholdDoc: "share (0..1) of a job's instances whose breaker of that name is open or half-open and rejecting calls or failing probes",
 		forDur:       2 * time.Minute,
-		summary:      "Circuit breaker is open on most instances: the dependency is down.",
+		summary:      "Circuit breaker %s is open on most instances: the dependency is down.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			g := r.by(false)
-			gi := r.by(true)
+			g, gi := r.by(false), r.by(true)
 			state := r.name(catalog.BreakerState)
-			impaired := fmt.Sprintf(`max by (%[1]s) (%[2]s) > 0
-    and on (%[1]s)
-    (
-%[3]s
-    )`, gi, r.last(r.sel(state, re(catalog.LabelState, catalog.StateOpen.String(), catalog.StateHalfOpen.String()))),
-				indent(r.impact(true, impactWindow), "    "))
+			impaired := fmt.Sprintf("max by (%[1]s) (%[2]s) > 0\n    and on (%[1]s)\n    %[3]s", gi,
+				r.last(r.sel(state, re(catalog.LabelState, catalog.StateOpen.String(), catalog.StateHalfOpen.String()))), r.sel(r.recImpact()))
 			return fmt.Sprintf(`(
   count by (%[1]s) (
     %[3]s
@@ -255,14 +254,14 @@ count by (%[1]s) (
 		threshold: 0.1, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
 		thresholdDoc: "share (0..1) of calls rejected by the breaker: not permitted / (permitted + not permitted)",
 		forDur:       5 * time.Minute,
-		summary:      "Circuit breaker is rejecting a significant share of calls.",
+		summary:      "Circuit breaker %s is rejecting a significant share of calls.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return r.sel(r.recBreakerRejectionRatio()) + " > " + num(s.threshold)
+			return r.sel(r.recBreakerRejectionRatio()) + " > " + num(s.threshold) + r.floor(r.sel(r.recBreakerNotPermitted()))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Circuit breaker %s rejected %s of calls over the last %s (threshold %s), for %s: callers get the fallback or an error.",
-				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Circuit breaker %s rejected %s of calls over the last %s (threshold %s, at least %d rejections), for %s: callers get the fallback or an error.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -270,14 +269,14 @@ count by (%[1]s) (
 		threshold: 0.05, bounds: bounds{min: 0, max: 10, minOpen: true},
 		thresholdDoc: "retry rate: extra attempts per logical call",
 		forDur:       5 * time.Minute,
-		summary:      "Retry rate is high.",
+		summary:      "Retry rate of %s is high.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return r.sel(r.recRetryRate()) + " > " + num(s.threshold)
+			return r.sel(r.recRetryRate()) + " > " + num(s.threshold) + r.floor(r.sel(r.recRetryAttempts()))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Retry %s made %s extra attempts per call over the last %s (threshold %s), for %s: something downstream is persistently failing.",
-				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Retry %s made %s extra attempts per call over the last %s (threshold %s, at least %d retries), for %s: something downstream is persistently failing.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -285,24 +284,23 @@ count by (%[1]s) (
 		threshold: 3, bounds: bounds{min: 1, max: 100, minOpen: true},
 		thresholdDoc: "factor by which the {window} retry rate must exceed its value one hour earlier (during the first hour of data: its average over the data before the last {window} and the alert's for)",
 		forDur:       5 * time.Minute,
-		summary:      "Retry rate jumped compared with an hour ago.",
+		summary:      "Retry rate of %s jumped compared with an hour ago.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			g := r.by(false)
-			attempts, calls := r.sel(r.name(catalog.RetryAttempts)), r.sel(r.name(catalog.RetryCalls))
-			w := r.window()
+			attempts, calls := r.sel(r.recRetryAttempts()), r.sel(r.recRetryCalls())
 			early := FormatDuration(spikeEarlyOffset(r, s))
-			return fmt.Sprintf(`%[1]s > %[2]s
+			return fmt.Sprintf(`%[1]s > %[2]s%[8]s
 and on (%[3]s)
 %[1]s > %[4]s * (
-    sum by (%[3]s) (rate(%[5]s[%[7]s] offset 1h))
+    %[5]s offset 1h
   /
-    (sum by (%[3]s) (rate(%[6]s[%[7]s] offset 1h)) > 0)
+    (%[6]s offset 1h > 0)
   or on (%[3]s)
-    sum by (%[3]s) (rate(%[5]s[1h] offset %[8]s))
+    avg_over_time(%[5]s[1h] offset %[7]s)
   /
-    (sum by (%[3]s) (rate(%[6]s[1h] offset %[8]s)) > 0)
-)`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold), attempts, calls, w, early)
+    (avg_over_time(%[6]s[1h] offset %[7]s) > 0)
+)`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold), attempts, calls, early, r.floor(attempts))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
 			return fmt.Sprintf("Retry %s made %s extra attempts per call over the last %s, more than %s times as many as an hour earlier and above %s — often the earliest sign of a downstream fault. In the first hour of data, before there is a value an hour earlier, the comparison is with the average over the data before the last %s.",
@@ -311,17 +309,18 @@ and on (%[3]s)
 	},
 	{
 		name: AlertRetryBudgetExhausted, group: GroupRetry, severity: "warning",
-		threshold: 0, bounds: bounds{min: 0, max: 1e6},
-		thresholdDoc: "retries refused by the retry budget in each minute (the alert needs more than this in every minute of its for duration; scrape at least every 30s)",
-		forDur:       5 * time.Minute,
-		summary:      "Retry budget is exhausted.",
-		value:        valueNumber,
+		threshold: 0.1, bounds: bounds{min: 0, max: 1, maxOpen: true},
+		thresholdDoc: "share (0..1) of the retries wanted that the retry budget refused over the {window} window: refused / (refused + made)",
+		forDur:       5 * time.Minute, keep: 2 * time.Minute,
+		summary: "Retry budget of %s is exhausted.",
+		value:   valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return fmt.Sprintf("sum by (%s) (increase(%s[%s])) > %s", r.by(false), r.sel(r.name(catalog.RetryBudgetDenied)), FormatDuration(budgetWindow), num(s.threshold))
+			denied := r.sel(r.recBudgetDenied())
+			return fmt.Sprintf("%[1]s\n/\n(%[1]s + %[2]s)\n> %[3]s%[4]s", denied, r.sel(r.recRetryAttempts()), num(s.threshold), r.floor(denied))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Retry %s had retries refused by its budget in every minute for %s (%s in the last minute): the budget is stopping a retry storm, and calls fail without retrying.",
-				r.subject(false, a.ref), FormatDuration(s.forDur), a.value)
+			return fmt.Sprintf("Retry %s had %s of the retries it wanted to make refused by its budget over the last %s (threshold %s, at least %d refusals), for %s: the budget is stopping a retry storm, and calls fail without retrying.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -329,14 +328,20 @@ and on (%[3]s)
 		threshold: 0.5, bounds: bounds{min: 0, max: 1, minOpen: true},
 		thresholdDoc: "rescue rate (0..1): successful_with_retry / (successful_with_retry + failed_with_retry)",
 		forDur:       10 * time.Minute,
-		summary:      "Retries are not rescuing calls.",
+		summary:      "Retries of %s are not rescuing calls.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return r.sel(r.recRescueRate()) + " < " + num(s.threshold)
+			retried := "sum by (" + r.by(false) + ") (" + r.sel(r.recRetryCallsByKind(), re(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String(), catalog.RetryFailedWithRetry.String())) + ")"
+			return r.sel(r.recRescueRate()) + " < " + num(s.threshold) + r.floor(retried)
 		},
+		causes: func(r *resolved, s settings) string {
+			q := "max(" + r.last(withMatcher(r.labelSel(false, r.name(catalog.BreakerState)), re(catalog.LabelState, catalog.StateOpen.String(), catalog.StateHalfOpen.String()))) + ") > 0"
+			return r.queryTemplate(q, false, breakerOpenAdvice, noBreakerAdvice)
+		},
+		causesElse: noBreakerAdvice,
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Retry %s rescued only %s of the calls it retried over the last %s (threshold %s), for %s: it is retrying a persistent fault and only adds load; the call needs a circuit breaker.",
-				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Retry %s rescued only %s of the calls it retried over the last %s (threshold %s, at least %d retried calls), for %s: %s.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur), a.causes)
 		},
 	},
 	{
@@ -344,14 +349,15 @@ and on (%[3]s)
 		threshold: 0.01, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
 		thresholdDoc: "share (0..1) of calls rejected by the bulkhead",
 		forDur:       5 * time.Minute,
-		summary:      "Bulkhead is rejecting calls.",
+		summary:      "Bulkhead %s is rejecting calls.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
-			return r.sel(r.recBulkheadRejectionRatio()) + " > " + num(s.threshold)
+			rejected := "sum by (" + r.by(false) + ") (" + r.sel(r.recBulkheadCallsByKind(), eq(catalog.LabelKind, catalog.AdmissionRejected.String())) + ")"
+			return r.sel(r.recBulkheadRejectionRatio()) + " > " + num(s.threshold) + r.floor(rejected)
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
-			return fmt.Sprintf("Bulkhead %s rejected %s of calls over the last %s (threshold %s), for %s: it is undersized or the dependency got slower.",
-				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), FormatDuration(s.forDur))
+			return fmt.Sprintf("Bulkhead %s rejected %s of calls over the last %s (threshold %s, at least %d rejections), for %s: it is undersized or the dependency got slower.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur))
 		},
 	},
 	{
@@ -359,7 +365,7 @@ and on (%[3]s)
 		threshold: 0.9, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
 		thresholdDoc: "share (0..1) of the bulkhead's permits in use on average over the {window} window, on the busiest instance",
 		forDur:       10 * time.Minute,
-		summary:      "Bulkhead is nearly full.",
+		summary:      "Bulkhead %s is nearly full.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return fmt.Sprintf("max by (%s) (\n  avg_over_time(%s)\n/\n  (%s > 0)\n) > %s", r.by(false),
@@ -375,10 +381,10 @@ and on (%[3]s)
 		threshold: 0, bounds: bounds{min: 0, max: 1e6},
 		thresholdDoc: "fallback invocations per second ({window} rate)",
 		forDur:       15 * time.Minute,
-		summary:      "Service is running degraded on fallbacks.",
+		summary:      "Calls to %s are running degraded on fallbacks.",
 		value:        valueNumber,
 		expr: func(r *resolved, s settings) string {
-			return fmt.Sprintf("sum by (%s) (%s) > %s", r.by(false), r.sel(r.recFallbacksByCause()), num(s.threshold))
+			return r.sel(r.recFallbacks()) + " > " + num(s.threshold)
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
 			return fmt.Sprintf("Fallback %s ran in every %s window for %s, %s times per second over the last %s: users are being served the degraded answer.",
@@ -390,7 +396,7 @@ and on (%[3]s)
 		threshold: 0.8, bounds: bounds{min: 0, max: 1, minOpen: true},
 		thresholdDoc: "share (0..1) of the breaker's own slow-call-rate threshold",
 		forDur:       10 * time.Minute,
-		summary:      "Circuit breaker is close to tripping on slow calls.",
+		summary:      "Circuit breaker %s is close to tripping on slow calls.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
@@ -402,18 +408,85 @@ and on (%[3]s)
 				r.subject(true, a.ref), a.value, pct(s.threshold), FormatDuration(s.forDur), catalog.TripSlowCallRate)
 		},
 	},
+	{
+		name: AlertDependencyOutage, group: GroupFallback, severity: "critical",
+		threshold: 0.25, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
+		thresholdDoc: "share (0..1) of calls that failed and were not answered by a fallback over the {window} window (the retry's final outcomes, or the breaker's failed and rejected calls where there is no retry)",
+		forDur:       5 * time.Minute,
+		summary:      "Dependency %s is failing its callers.",
+		value:        valuePercent,
+		expr: func(r *resolved, s settings) string {
+			return r.sel(r.recUnrescuedRatio()) + " > " + num(s.threshold) + r.floor(r.sel(r.recUnrescued()))
+		},
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Calls to %s failed without a fallback answering them: %s of calls over the last %s (threshold %s, at least %d such failures), for %s. Users get errors, whatever the number of instances; breakers, retries and fallbacks are not containing this outage.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), MinEvents, FormatDuration(s.forDur))
+		},
+	},
+	{
+		name: AlertRetryStormContained, group: GroupRetry, severity: "info",
+		threshold: 0.2, bounds: bounds{min: 0, max: 10, minOpen: true},
+		thresholdDoc: "retries wanted (made + refused by the budget) per call over the {window} window; fewer than 5% of calls may fail unrescued",
+		forDur:       time.Minute, keep: time.Hour,
+		summary: "A retry storm towards %s was contained.",
+		value:   valuePercent,
+		expr: func(r *resolved, s settings) string {
+			wanted := "(" + r.sel(r.recRetryAttempts()) + " + " + r.sel(r.recBudgetDenied()) + ")"
+			return fmt.Sprintf("%[1]s\n/\n(%[2]s > 0)\n> %[3]s%[4]s\nunless on (%[5]s)\n%[6]s > %[7]s",
+				wanted, r.sel(r.recRetryCalls()), num(s.threshold), r.floor(wanted), r.by(false), r.sel(r.recUnrescuedRatio()), num(containedMaxUnrescued))
+		},
+		description: func(r *resolved, s settings, a descArgs) string {
+			return fmt.Sprintf("Callers of %s wanted %s extra attempts per call over the last %s (threshold %s), yet fewer than %s of calls failed unrescued: retries, the retry budget and fallbacks contained a retry storm. This record stays for %s after the storm; look at what failed while users did not notice.",
+				r.subject(false, a.ref), a.value, r.window(), pct(s.threshold), pct(containedMaxUnrescued), FormatDuration(s.keep))
+		},
+	},
 }
 
-// impact renders the evidence that a not-closed breaker hurts callers, per process (or per
-// aggregation group): calls it rejected, or half-open probes that failed, within window.
-func (r *resolved) impact(perInstance bool, window time.Duration) string {
-	by := r.by(perInstance)
+// MinEvents is the minimum-volume floor of every alert on a ratio: the events the ratio's
+// numerator counts (rejections, retries, refusals, failures) within the rate window. A ratio
+// over a trickle of traffic does not page.
+const MinEvents = 10
+
+// containedMaxUnrescued is the share of calls failing unrescued below which a retry storm
+// counts as contained.
+const containedMaxUnrescued = 0.05
+
+// RetriesNotRescuing's advice, by whether the breaker on the same name is open.
+const (
+	breakerOpenAdvice = "the circuit breaker is already open or half-open, so the retries are spent on probes and rejections; work the dependency's outage (see CircuitBreakerStuckOpen)"
+	noBreakerAdvice   = "it is retrying a persistent fault and only adds load; the call needs a circuit breaker (or one with tighter settings)"
+)
+
+// floor renders the minimum-volume clause of a ratio alert: at least MinEvents events (rate
+// times the window) in the rate window.
+func (r *resolved) floor(rate string) string {
+	return fmt.Sprintf("\nand on (%s)\n%s * %s >= %d", r.by(false), rate, num(r.rateWindow.Seconds()), MinEvents)
+}
+
+// withMatcher adds a matcher to a selector rendered by labelSel.
+func withMatcher(sel string, m selector.Matcher) string {
+	return strings.TrimSuffix(sel, "}") + ", " + m.String() + "}"
+}
+
+// impactExpr renders the evidence that a not-closed breaker hurts callers, per process: calls
+// it rejected, or half-open probes that failed, within window.
+func (r *resolved) impactExpr(window time.Duration) string {
+	by := r.by(true)
 	w := "[" + FormatDuration(window) + "]"
-	return fmt.Sprintf(`  sum by (%[1]s) (increase(%[2]s%[4]s)) > 0
-  or on (%[1]s)
-  sum by (%[1]s) (increase(%[3]s%[4]s)) > 0`, by,
+	return fmt.Sprintf(`sum by (%[1]s) (increase(%[2]s%[4]s)) > 0
+or on (%[1]s)
+sum by (%[1]s) (increase(%[3]s%[4]s)) > 0`, by,
 		r.sel(r.name(catalog.BreakerNotPermitted)),
 		r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateHalfOpen.String()), eq(catalog.LabelTo, catalog.StateOpen.String())), w)
+}
+
+// impact is the impact evidence within window: the recorded series for impactWindow, the
+// expression itself for another window.
+func (r *resolved) impact(window time.Duration) string {
+	if window == impactWindow {
+		return r.sel(r.recImpact())
+	}
+	return "(\n" + indent(r.impactExpr(window), "  ") + "\n)"
 }
 
 func indent(s, prefix string) string {
@@ -449,6 +522,11 @@ func specByName(name string) (alertSpec, bool) {
 		}
 	}
 	return alertSpec{}, false
+}
+
+// summaryText is the summary naming the alert's subject (ref renders a label's value).
+func (sp alertSpec) summaryText(r *resolved, ref func(string) string) string {
+	return fmt.Sprintf(sp.summary, r.subject(sp.perInstance, ref))
 }
 
 // AlertNames lists the default alerts in output order.
@@ -490,7 +568,7 @@ func Alerts() []AlertInfo {
 		out[i] = AlertInfo{Name: s.name, Group: s.group, Severity: s.severity, Threshold: s.threshold,
 			ThresholdDoc: withWindow(s.thresholdDoc, DefaultRateWindow), ThresholdUnit: s.thresholdUnit,
 			ThresholdMin: s.bounds.min, ThresholdMax: s.bounds.max, ThresholdRange: s.bounds.String(),
-			For: s.forDur, KeepFiringFor: s.keep, PerInstance: s.perInstance, Summary: s.summary}
+			For: s.forDur, KeepFiringFor: s.keep, PerInstance: s.perInstance, Summary: fmt.Sprintf(s.summary, `"<name>"`)}
 	}
 	return out
 }

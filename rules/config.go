@@ -145,7 +145,29 @@ type Config struct {
 	// its burn rate), with their own tests (GenerateSLOTests); GenerateRunbooks adds their
 	// runbook. Generate, Groups and GenerateTests leave them out.
 	SLOs []SLO
+
+	// ScrapeInterval is how often Prometheus scrapes the collector. The alerts on gauges
+	// (trip timestamps, breaker states, slow-call rates, bulkhead permits) read each gauge's
+	// latest sample within GaugeLookback(ScrapeInterval) = 3 × ScrapeInterval: two failed scrapes
+	// in a row (a gap of 2× the scrape interval, as a process restart leaves) do not restart a
+	// for, and a target that disappears leaves those alerts within about 2× the scrape
+	// interval. 0 means DefaultScrapeInterval (15s); it must be a whole number of seconds in
+	// [MinScrapeInterval, MaxScrapeInterval] and at most half the rate window (a rate needs
+	// two samples in its window; RateWindow should hold four or more).
+	ScrapeInterval time.Duration
 }
+
+// Bounds and default of Config.ScrapeInterval.
+const (
+	DefaultScrapeInterval = 15 * time.Second
+	MinScrapeInterval     = time.Second
+	MaxScrapeInterval     = 5 * time.Minute
+)
+
+// GaugeLookback is how far back the alerts on gauges look for a gauge's latest sample when
+// Prometheus scrapes every scrapeInterval: three scrapes, so that two missed ones are
+// tolerated.
+func GaugeLookback(scrapeInterval time.Duration) time.Duration { return 3 * scrapeInterval }
 
 // DefaultDashboardUIDPrefix is the dashboards' default uid prefix: their uids are
 // "<prefix>-overview", "<prefix>-dependency" and "<prefix>-slos".
@@ -236,6 +258,11 @@ type resolved struct {
 	slos          []*resolvedSLO
 	target        Target   // rule engine
 	kube          KubeMeta // Kubernetes objects' naming
+	// scrape is the scrape interval, gaugeLookback the window of the gauges' last sample;
+	// runbookSet and grafanaSet say whether the user chose the base URLs (links are left out
+	// otherwise).
+	scrape, gaugeLookback  time.Duration
+	runbookSet, grafanaSet bool
 }
 
 // dependencyTitle is the title of the Dependency dashboard.
@@ -307,6 +334,21 @@ func (r *resolved) resolveOwn(cfg Config) error {
 	case w%time.Second != 0:
 		return fieldErr("rate_window", model.Duration(cfg.RateWindow), "not a whole number of seconds")
 	}
+
+	r.scrape = cfg.ScrapeInterval
+	if r.scrape == 0 {
+		r.scrape = DefaultScrapeInterval
+	}
+	switch s := r.scrape; {
+	case s < MinScrapeInterval || s > MaxScrapeInterval:
+		return fieldErr("scrape_interval", model.Duration(cfg.ScrapeInterval), "out of range [%s, %s]", FormatDuration(MinScrapeInterval), FormatDuration(MaxScrapeInterval))
+	case s%time.Second != 0:
+		return fieldErr("scrape_interval", model.Duration(cfg.ScrapeInterval), "not a whole number of seconds")
+	case 2*s > r.rateWindow:
+		return fieldErr("scrape_interval", model.Duration(cfg.ScrapeInterval), "more than half the rate window %s: a rate needs two samples in its window", FormatDuration(r.rateWindow))
+	}
+	r.gaugeLookback = GaugeLookback(r.scrape)
+	r.runbookSet, r.grafanaSet = cfg.RunbookBaseURL != "", cfg.GrafanaBaseURL != ""
 
 	r.runbookBase = cfg.RunbookBaseURL
 	if r.runbookBase == "" {

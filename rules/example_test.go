@@ -34,7 +34,7 @@ func ExampleGenerate() {
 	}
 	// Output:
 	// - alert: RetryRateHigh
-	// expr: job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"} > 0.1
+	// job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"} > 0.1
 }
 
 // Configuration errors name the field and the value.

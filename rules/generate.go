@@ -77,13 +77,27 @@ func (r *resolved) alertRule(sp alertSpec, s settings) Rule {
 		For:           s.forDur,
 		KeepFiringFor: s.keep,
 		Labels:        map[string]string{"severity": s.severity},
-		Annotations: map[string]string{
-			"summary":       sp.summary,
-			"description":   sp.description(r, s, r.templateArgs(sp, s)),
-			"runbook_url":   templateLiteral(r.runbookURL(sp.name)),
-			"dashboard_url": r.dashboardURL(sp.perInstance, templateLiteral(r.grafanaBase), func(l string) string { return "{{ $labels." + l + " | urlquery }}" }),
-		},
+		Annotations: r.annotations(sp, s, r.templateArgs(sp, s), templateLiteral,
+			func(l string) string { return "{{ $labels." + l + " | urlquery }}" }),
 	}
+}
+
+// annotations are an alert's annotations for the description arguments a: as alert template
+// text in the rules, expanded in the tests' expectations. literal renders a configured
+// string, value a label's value in a URL query. The links are there only when the user set
+// their base URLs: a relative link is a dead one in a notification.
+func (r *resolved) annotations(sp alertSpec, s settings, a descArgs, literal, value func(string) string) map[string]string {
+	out := map[string]string{
+		"summary":     sp.summaryText(r, a.ref),
+		"description": sp.description(r, s, a),
+	}
+	if r.runbookSet {
+		out["runbook_url"] = literal(r.runbookURL(sp.name))
+	}
+	if r.grafanaSet {
+		out["dashboard_url"] = r.dashboardURL(sp.perInstance, literal(r.grafanaBase), value)
+	}
+	return out
 }
 
 // templateArgs are the description's arguments as alert template text.

@@ -37,9 +37,6 @@ func init() {
 	for name, f := range limitScenarios {
 		scenarios[name] = f
 	}
-	for name, rb := range limitRunbooks {
-		runbooks[name] = rb
-	}
 }
 
 var limitSpecs = []alertSpec{
@@ -213,96 +210,4 @@ func limitValue(c *scenario, tracks []*track, at time.Duration) (float64, bool) 
 		return maxLast(tracks, at, w, catalog.ThrottleProbability), true
 	}
 	return 0, false
-}
-
-var limitRunbooks = map[string]runbook{
-	AlertLimiterPinnedAtMinimum: {
-		meaning: "The adaptive limiter has held its limit at its configured minimum for the `for` duration. It shrinks the limit while the latency it measures stays far above its no-load baseline; at the minimum it cannot shrink further, so the dependency is slow even at the lowest concurrency allowed.",
-		impact:  "Most calls beyond the minimum concurrency are rejected at once (`limit.ErrLimited`); callers see errors or fallbacks instead of slow answers.",
-		causes: []string{
-			"The dependency is in an incident: slow at any load (a degraded database, a saturated downstream of its own).",
-			"The dependency became permanently slower under full load; the limiter does not raise its baseline while callers press against the limit, by design, so it keeps the limit low until load drops.",
-			"The minimum is set too high for the dependency's real capacity (then the limit would sit there without rejections).",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Limit, minimum and in-flight:", r.nameSel(r.name(catalog.LimiterLimit)) + "\nor " + r.nameSel(r.name(catalog.LimiterMinLimit)) + "\nor " + r.nameSel(r.name(catalog.LimiterInflight))},
-				{"Sample latency against the baseline:", r.nameSel(r.name(catalog.LimiterSampleLatency)) + "\n/\n" + r.nameSel(r.name(catalog.LimiterBaselineLatency))},
-			}
-		},
-		panels: []panel{{rowLimits, "Limit vs in-flight"}, {rowLimits, "Latency vs baseline"}, {rowLimits, "Limiter rejection ratio"}},
-		mitigation: []string{
-			"Treat it as a dependency incident first: check the dependency's own dashboards and its latency under low load.",
-			"If the dependency is healthy but permanently slower (a new release, a bigger payload), restart the process during low load so the limiter learns the new baseline, or lower the offered load briefly.",
-			"Do not raise MinLimit to silence it: that sends more concurrency into a dependency that is already slow.",
-		},
-	},
-	AlertLimiterSaturated: {
-		meaning: "On the busiest instance, more than the configured share of the adaptive limit has been in use, on average over the last {window words}, for the `for` duration. The limiter is the bottleneck: demand meets what the dependency serves at its normal latency.",
-		impact:  "None yet, or a few rejections; the next burst is rejected rather than queued at the dependency.",
-		causes: []string{
-			"Traffic grew towards the dependency's capacity.",
-			"The dependency got slower, so each call holds its permit longer and the limit shrank.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{{"Utilisation per instance:", r.nameSel(r.name(catalog.LimiterInflight)) + "\n/\n" + r.nameSel(r.name(catalog.LimiterLimit))}}
-		},
-		panels: []panel{{rowLimits, "Limit vs in-flight"}, {rowLimits, "Latency vs baseline"}},
-		mitigation: []string{
-			"Scale the dependency if the traffic is legitimate: the limiter follows its capacity.",
-			"Shed or defer low-priority traffic before it reaches the limiter.",
-		},
-	},
-	AlertLimiterRejectionsHigh: {
-		meaning: "More than the configured share of calls were rejected by the adaptive limiter over the last {window words}, for the `for` duration, with at least a minimum call rate. Offered load exceeds what the dependency serves at close to its no-load latency.",
-		impact:  "Users see the rejected calls as errors (or fallbacks answering `bulkhead_full`); the calls that pass keep a normal latency.",
-		causes: []string{
-			"A traffic spike or a retry storm upstream.",
-			"The dependency lost capacity (fewer replicas, a slow node), so the limit shrank.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{
-				{"Rejections by reason:", "sum by (reason) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.LimiterRejections))) + "))"},
-				{"Limit and in-flight:", r.nameSel(r.name(catalog.LimiterLimit)) + "\nor " + r.nameSel(r.name(catalog.LimiterInflight))},
-			}
-		},
-		panels: []panel{{rowLimits, "Limiter rejection ratio"}, {rowLimits, "Limiter rejections by reason"}, {rowLimits, "Limit vs in-flight"}},
-		mitigation: []string{
-			"Find where the extra load comes from (retries, a batch job) and stop it at the source.",
-			"Add capacity to the dependency; the limit grows with it by itself.",
-			"If short bursts are the problem, give the limiter a short queue (MaxWait) instead of rejecting at once.",
-		},
-	},
-	AlertLimiterBaselineDrift: {
-		meaning: "The limiter's baseline — its estimate of the dependency's latency without queueing — is more than the configured multiple of its lowest value in the last hour, for the `for` duration. The baseline only rises from windows in which the limiter's own load cannot explain the latency, so the dependency itself became slower.",
-		impact:  "None directly; the limiter now accepts a higher latency as normal, and the service's own latency rises with it.",
-		causes: []string{
-			"A release or configuration change of the dependency made it slower.",
-			"The requests changed (bigger payloads, a different mix).",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{{"Baseline and sample latency:", r.nameSel(r.name(catalog.LimiterBaselineLatency)) + "\nor " + r.nameSel(r.name(catalog.LimiterSampleLatency))}}
-		},
-		panels: []panel{{rowLimits, "Latency vs baseline"}},
-		mitigation: []string{
-			"Check the dependency's recent changes; roll back if the slowdown is not intended.",
-			"If it is intended, nothing to do: the limiter has followed it.",
-		},
-	},
-	AlertThrottleShedding: {
-		meaning: "The client-side throttle has been shedding requests locally for the `for` duration: over its window the dependency accepted less than 1/K of the requests (K = 2 by default), so the throttle drops new requests with probability max(0, (requests − K·accepts)/(requests + 1)) instead of sending them.",
-		impact:  "Shed requests fail at once with `throttle.ErrThrottled` (or a fallback); they would most likely have been refused by the dependency anyway.",
-		causes: []string{
-			"The dependency is overloaded or down and answers with 429/5xx or times out.",
-			"A quota or rate limit of the dependency was lowered.",
-		},
-		queries: func(r *resolved, s settings) []query {
-			return []query{{"Outcomes:", "sum by (kind) (rate(" + r.rangeOf(r.nameSel(r.name(catalog.ThrottleCalls))) + "))"}}
-		},
-		panels: []panel{{rowLimits, "Throttle shedding probability"}, {rowLimits, "Throttle outcomes"}},
-		mitigation: []string{
-			"Treat it as the dependency's incident; the throttle protects it while it recovers and stops shedding as soon as it accepts again.",
-			"Check for a lowered quota on the dependency's side.",
-		},
-	},
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,81 +68,131 @@ func (r *resolved) rangeOf(series string) string { return series + "[" + r.windo
 // rateOp is the operations part of a recorded rate's name: rate5m for the default window.
 func (r *resolved) rateOp() string { return "rate" + r.window() }
 
-// Recorded series the alerts use.
+// Recorded series the alerts use. Only the first level of each primitive reads raw counters
+// (one rate() per counter); every other rule and every alert builds on recorded series.
+func (r *resolved) rec(extra []string, p catalog.Primitive, metric, ops string) string {
+	return r.recorded(extra, p, metric, ops)
+}
+
+var kindLevel = []string{catalog.LabelKind}
+
+func (r *resolved) recBreakerCallsByKind() string {
+	return r.rec(kindLevel, catalog.CircuitBreaker, rateName(catalog.BreakerCalls), r.rateOp())
+}
 func (r *resolved) recBreakerCalls() string {
-	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerCalls), r.rateOp())
+	return r.rec(nil, catalog.CircuitBreaker, rateName(catalog.BreakerCalls), r.rateOp())
 }
-
 func (r *resolved) recBreakerNotPermitted() string {
-	return r.recorded(nil, catalog.CircuitBreaker, rateName(catalog.BreakerNotPermitted), r.rateOp())
+	return r.rec(nil, catalog.CircuitBreaker, rateName(catalog.BreakerNotPermitted), r.rateOp())
 }
-
 func (r *resolved) recBreakerRejectionRatio() string {
-	return r.recorded(nil, catalog.CircuitBreaker, "not_permitted_per_attempted_calls", "ratio_"+r.rateOp())
+	return r.rec(nil, catalog.CircuitBreaker, "not_permitted_per_attempted_calls", "ratio_"+r.rateOp())
 }
-
 func (r *resolved) recRetryCallsByKind() string {
-	return r.recorded([]string{catalog.LabelKind}, catalog.Retry, rateName(catalog.RetryCalls), r.rateOp())
+	return r.rec(kindLevel, catalog.Retry, rateName(catalog.RetryCalls), r.rateOp())
 }
-
+func (r *resolved) recRetryCalls() string {
+	return r.rec(nil, catalog.Retry, rateName(catalog.RetryCalls), r.rateOp())
+}
 func (r *resolved) recRetryAttempts() string {
-	return r.recorded(nil, catalog.Retry, rateName(catalog.RetryAttempts), r.rateOp())
+	return r.rec(nil, catalog.Retry, rateName(catalog.RetryAttempts), r.rateOp())
 }
-
+func (r *resolved) recBudgetDenied() string {
+	return r.rec(nil, catalog.Retry, rateName(catalog.RetryBudgetDenied), r.rateOp())
+}
 func (r *resolved) recRetryRate() string {
-	return r.recorded(nil, catalog.Retry, "attempts_per_call", "ratio_"+r.rateOp())
+	return r.rec(nil, catalog.Retry, "attempts_per_call", "ratio_"+r.rateOp())
 }
-
 func (r *resolved) recRescueRate() string {
-	return r.recorded(nil, catalog.Retry, "rescued_per_retried_call", "ratio_"+r.rateOp())
+	return r.rec(nil, catalog.Retry, "rescued_per_retried_call", "ratio_"+r.rateOp())
 }
-
 func (r *resolved) recBulkheadCallsByKind() string {
-	return r.recorded([]string{catalog.LabelKind}, catalog.Bulkhead, rateName(catalog.BulkheadCalls), r.rateOp())
+	return r.rec(kindLevel, catalog.Bulkhead, rateName(catalog.BulkheadCalls), r.rateOp())
 }
-
 func (r *resolved) recBulkheadRejectionRatio() string {
-	return r.recorded(nil, catalog.Bulkhead, "rejected_per_call", "ratio_"+r.rateOp())
+	return r.rec(nil, catalog.Bulkhead, "rejected_per_call", "ratio_"+r.rateOp())
+}
+func (r *resolved) recFallbacksByCause() string {
+	return r.rec([]string{catalog.LabelCause}, catalog.Fallback, rateName(catalog.FallbackCalls), r.rateOp())
+}
+func (r *resolved) recFallbacks() string {
+	return r.rec(nil, catalog.Fallback, rateName(catalog.FallbackCalls), r.rateOp())
 }
 
-func (r *resolved) recFallbacksByCause() string {
-	return r.recorded([]string{catalog.LabelCause}, catalog.Fallback, rateName(catalog.FallbackCalls), r.rateOp())
+// dependency is the pseudo-primitive of the recorded series about a dependency as its callers
+// see it (whichever primitives guard it).
+const dependency catalog.Primitive = "dependency"
+
+func (r *resolved) recFailed() string {
+	return r.rec(nil, dependency, "failed_calls", r.rateOp())
+}
+func (r *resolved) recCalls() string { return r.rec(nil, dependency, "calls", r.rateOp()) }
+func (r *resolved) recUnrescued() string {
+	return r.rec(nil, dependency, "unrescued_failed_calls", r.rateOp())
+}
+func (r *resolved) recUnrescuedRatio() string {
+	return r.rec(nil, dependency, "unrescued_failed_per_call", "ratio_"+r.rateOp())
+}
+
+// recImpact is the recorded evidence, per process, that a breaker hurts callers: calls it
+// rejected, or half-open probes that failed, within impactWindow (absent without any).
+func (r *resolved) recImpact() string {
+	return r.rec([]string{labelInstance}, catalog.CircuitBreaker, "rejected_or_failed_probes", "increase"+FormatDuration(impactWindow))
 }
 
 // recordingRules are the rules of the stormwatch-recording group, dependencies first.
 func (r *resolved) recordingRules() []Rule {
-	by := r.by(false)
-	byKind := r.by(false, catalog.LabelKind)
-	byCause := r.by(false, catalog.LabelCause)
-	rate := func(m catalog.Metric, own ...selector.Matcher) string {
-		return "rate(" + r.rangeOf(r.sel(r.name(m), own...)) + ")"
+	g, gi := r.by(false), r.by(true)
+	sum := func(by, expr string) string { return "sum by (" + by + ") (" + expr + ")" }
+	rate := func(by string, m catalog.Metric, own ...selector.Matcher) string {
+		return sum(by, "rate("+r.rangeOf(r.sel(r.name(m), own...))+")")
 	}
+	kinds := func(rec string, ks ...fmt.Stringer) string {
+		names := make([]string, len(ks))
+		for i, k := range ks {
+			names[i] = k.String()
+		}
+		return sum(g, r.sel(rec, re(catalog.LabelKind, names...)))
+	}
+	byKind, byCause := r.by(false, catalog.LabelKind), r.by(false, catalog.LabelCause)
+	S := r.sel
 	return []Rule{
-		{Record: r.recBreakerCalls(), Expr: "sum by (" + by + ") (" + rate(catalog.BreakerCalls) + ")"},
-		{Record: r.recBreakerNotPermitted(), Expr: "sum by (" + by + ") (" + rate(catalog.BreakerNotPermitted) + ")"},
-		{Record: r.recBreakerRejectionRatio(), Expr: r.sel(r.recBreakerNotPermitted()) + "\n/\n(" +
-			r.sel(r.recBreakerCalls()) + " + " + r.sel(r.recBreakerNotPermitted()) + ")"},
-		{Record: r.recRetryCallsByKind(), Expr: "sum by (" + byKind + ") (" + rate(catalog.RetryCalls) + ")"},
-		{Record: r.recRetryAttempts(), Expr: "sum by (" + by + ") (" + rate(catalog.RetryAttempts) + ")"},
-		{Record: r.recRetryRate(), Expr: r.sel(r.recRetryAttempts()) + "\n/\nsum by (" + by + ") (" + r.sel(r.recRetryCallsByKind()) + ")"},
-		{Record: r.recRescueRate(), Expr: "sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), eq(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String())) + ")\n/\n" +
-			"sum by (" + by + ") (" + r.sel(r.recRetryCallsByKind(), re(catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String(), catalog.RetryFailedWithRetry.String())) + ")"},
-		{Record: r.recBulkheadCallsByKind(), Expr: "sum by (" + byKind + ") (" + rate(catalog.BulkheadCalls) + ")"},
-		{Record: r.recBulkheadRejectionRatio(), Expr: "sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind(), eq(catalog.LabelKind, catalog.AdmissionRejected.String())) + ")\n/\n" +
-			"sum by (" + by + ") (" + r.sel(r.recBulkheadCallsByKind()) + ")"},
-		{Record: r.recFallbacksByCause(), Expr: "sum by (" + byCause + ") (" + rate(catalog.FallbackCalls) + ")"},
-		{Record: r.recBreakerTrips(), Expr: "sum by (" + r.by(true) + ") (increase(" +
-			r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String())) +
-			"[" + FormatDuration(flappingWindow) + "]))"},
+		{Record: r.recBreakerCallsByKind(), Expr: rate(byKind, catalog.BreakerCalls)},
+		{Record: r.recBreakerCalls(), Expr: sum(g, S(r.recBreakerCallsByKind()))},
+		{Record: r.recBreakerNotPermitted(), Expr: rate(g, catalog.BreakerNotPermitted)},
+		{Record: r.recBreakerRejectionRatio(), Expr: S(r.recBreakerNotPermitted()) + "\n/\n(" + S(r.recBreakerCalls()) + " + " + S(r.recBreakerNotPermitted()) + ")"},
+		{Record: r.recRetryCallsByKind(), Expr: rate(byKind, catalog.RetryCalls)},
+		{Record: r.recRetryCalls(), Expr: sum(g, S(r.recRetryCallsByKind()))},
+		{Record: r.recRetryAttempts(), Expr: rate(g, catalog.RetryAttempts)},
+		{Record: r.recBudgetDenied(), Expr: rate(g, catalog.RetryBudgetDenied)},
+		{Record: r.recRetryRate(), Expr: S(r.recRetryAttempts()) + "\n/\n" + S(r.recRetryCalls())},
+		{Record: r.recRescueRate(), Expr: kinds(r.recRetryCallsByKind(), catalog.RetrySuccessfulWithRetry) + "\n/\n" +
+			kinds(r.recRetryCallsByKind(), catalog.RetrySuccessfulWithRetry, catalog.RetryFailedWithRetry)},
+		{Record: r.recBulkheadCallsByKind(), Expr: rate(byKind, catalog.BulkheadCalls)},
+		{Record: r.recBulkheadRejectionRatio(), Expr: kinds(r.recBulkheadCallsByKind(), catalog.AdmissionRejected) + "\n/\n" + sum(g, S(r.recBulkheadCallsByKind()))},
+		{Record: r.recFallbacksByCause(), Expr: rate(byCause, catalog.FallbackCalls)},
+		{Record: r.recFallbacks(), Expr: sum(g, S(r.recFallbacksByCause()))},
+		// The callers' view: the retry's final outcomes where there is a retry, else the breaker's.
+		{Record: r.recFailed(), Expr: kinds(r.recRetryCallsByKind(), catalog.RetryFailedWithoutRetry, catalog.RetryFailedWithRetry) +
+			"\nor on (" + g + ")\n" + kinds(r.recBreakerCallsByKind(), catalog.CallFailed, catalog.CallSlowFailed) + " + on (" + g + ") " + S(r.recBreakerNotPermitted())},
+		{Record: r.recCalls(), Expr: S(r.recRetryCalls()) + "\nor on (" + g + ")\n" + S(r.recBreakerCalls()) + " + on (" + g + ") " + S(r.recBreakerNotPermitted())},
+		{Record: r.recUnrescued(), Expr: "clamp_min(\n  " + S(r.recFailed()) + "\n  - on (" + g + ")\n  (" + S(r.recFallbacks()) + " or on (" + g + ") " + S(r.recFailed()) + " * 0),\n  0\n)"},
+		{Record: r.recUnrescuedRatio(), Expr: S(r.recUnrescued()) + "\n/\n(" + S(r.recCalls()) + " > 0)"},
+		{Record: r.recBreakerTrips(), Expr: sum(gi, "increase("+
+			r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String()))+
+			"["+FormatDuration(flappingWindow)+"])")},
+		{Record: r.recImpact(), Expr: r.impactExpr(impactWindow)},
 	}
 }
 
-// last renders last_over_time(series[rate window]): a gauge's latest sample within the rate
-// window. Prometheus marks every series of a target stale when a scrape fails, so a gauge read
-// as it is vanishes for one evaluation and restarts the for of the alerts on it; read through
-// last_over_time it survives missed scrapes (the rate window holds several), and a target that
-// disappears for good leaves the alerts within one rate window.
-func (r *resolved) last(series string) string { return "last_over_time(" + r.rangeOf(series) + ")" }
+// last renders last_over_time(series[gauge lookback]): a gauge's latest sample within three
+// scrape intervals. Prometheus marks every series of a target stale when a scrape fails, so a
+// gauge read as it is vanishes for one evaluation and restarts the for of the alerts on it;
+// read through last_over_time it survives two missed scrapes in a row, and a target that
+// disappears for good leaves the alerts within about two scrape intervals.
+func (r *resolved) last(series string) string {
+	return "last_over_time(" + series + "[" + FormatDuration(r.gaugeLookback) + "])"
+}
 
 // labelSel renders a vector selector of series for a query inside an alert template: one
 // `label=%q` per output label of the alert (queryTemplate fills them in from $labels), then

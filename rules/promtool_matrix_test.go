@@ -24,7 +24,7 @@ func TestPromtoolAcceptsTheConfigMatrix(t *testing.T) {
 				AlertRejectingCalls:         {Threshold: ptr(0.5), For: ptr(10 * time.Minute)},
 				AlertRetryRateHigh:          {Threshold: ptr(0.5), Severity: "critical"},
 				AlertRetryRateSpike:         {Threshold: ptr(5.0)},
-				AlertRetryBudgetExhausted:   {Threshold: ptr(2.0)},
+				AlertRetryBudgetExhausted:   {Threshold: ptr(0.5)},
 				AlertRetriesNotRescuing:     {Threshold: ptr(0.3)},
 				AlertBulkheadRejectionsHigh: {Threshold: ptr(0.05), KeepFiringFor: ptr(2 * time.Minute)},
 				AlertBulkheadSaturated:      {Threshold: ptr(0.75), For: ptr(5 * time.Minute)},
@@ -65,9 +65,11 @@ func TestPromtoolAcceptsTheConfigMatrix(t *testing.T) {
 			},
 		},
 		"rate window 1m, defaults otherwise": {RateWindow: time.Minute},
+		// Slow scrapes: the gauges are read over 90s, and a vanished target resolves within 75s.
+		"scrape interval 30s": {ScrapeInterval: 30 * time.Second},
 		// The shortest window (scrapes every few seconds) and fors that are no whole number of
 		// evaluation intervals, as in the demo profile.
-		"rate window 30s": {RateWindow: 30 * time.Second, Alerts: map[string]AlertConfig{
+		"rate window 30s": {RateWindow: 30 * time.Second, ScrapeInterval: time.Second, Alerts: map[string]AlertConfig{
 			AlertStuckOpen: {Threshold: ptr(25.0), For: ptr(10 * time.Second)}, AlertRejectingCalls: {For: ptr(time.Minute)},
 			AlertRetryRateHigh: {For: ptr(45 * time.Second)}, AlertRetryBudgetExhausted: {For: ptr(90 * time.Second)}, AlertRetryRateSpike: {For: ptr(time.Minute)}, AlertRetriesNotRescuing: {For: ptr(time.Minute)},
 			AlertBulkheadRejectionsHigh: {For: ptr(time.Minute)}, AlertBulkheadSaturated: {For: ptr(30 * time.Second)},
@@ -98,9 +100,11 @@ func TestPromtoolAcceptsTheConfigMatrix(t *testing.T) {
 	for name, th := range map[string]map[string]float64{
 		"low thresholds": {AlertStuckOpen: 15, AlertFlapping: 2, AlertOpenFleetWide: 0.01, AlertRejectingCalls: 0.001,
 			AlertRetryRateHigh: 0.001, AlertRetryRateSpike: 1.01, AlertRetryBudgetExhausted: 0, AlertRetriesNotRescuing: 0.01,
+			AlertDependencyOutage: 0.001, AlertRetryStormContained: 0.001,
 			AlertBulkheadRejectionsHigh: 0.001, AlertBulkheadSaturated: 0.01, AlertFallbackSustained: 0, AlertSlowCallRateHigh: 0.01},
 		"high thresholds": {AlertStuckOpen: 3600, AlertFlapping: 40, AlertOpenFleetWide: 0.99, AlertRejectingCalls: 0.999,
-			AlertRetryRateHigh: 10, AlertRetryRateSpike: 100, AlertRetryBudgetExhausted: 1000, AlertRetriesNotRescuing: 1,
+			AlertRetryRateHigh: 10, AlertRetryRateSpike: 100, AlertRetryBudgetExhausted: 0.999, AlertRetriesNotRescuing: 1,
+			AlertDependencyOutage: 0.999, AlertRetryStormContained: 10,
 			AlertBulkheadRejectionsHigh: 0.999, AlertBulkheadSaturated: 0.999, AlertFallbackSustained: 1000, AlertSlowCallRateHigh: 1},
 	} {
 		cfg := Config{Alerts: map[string]AlertConfig{}}

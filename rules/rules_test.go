@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func TestDefaultAlertsMatchSpec(t *testing.T) {
 		"RetryRateHigh", "RetryRateSpike", "RetryBudgetExhausted", "RetriesNotRescuing",
 		"BulkheadRejectionsHigh", "BulkheadSaturated", "FallbackSustained", "SlowCallRateHigh",
 		"LimiterPinnedAtMinimum", "LimiterSaturated", "LimiterRejectionsHigh", "LimiterBaselineDrifting", "ThrottleShedding",
+		"DependencyOutage", "RetryStormContained",
 	}
 	assert.ElementsMatch(t, want, AlertNames())
 	for _, name := range AlertNames() {
@@ -37,6 +39,8 @@ func TestDefaultAlertsMatchSpec(t *testing.T) {
 	}
 	assert.Equal(t, "critical", sev[AlertOpenFleetWide])
 	assert.Equal(t, "info", sev[AlertRejectingCalls])
+	assert.Equal(t, "critical", sev[AlertDependencyOutage])
+	assert.Equal(t, "info", sev[AlertRetryStormContained])
 }
 
 var (
@@ -49,7 +53,7 @@ var (
 func TestMixtoolConventions(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
-		{Namespace: "acme", Selector: `job="checkout", env=~"prod|staging"`, GroupBy: []string{"cluster", "job", "name"}, RunbookBaseURL: "https://wiki.example.com/runbooks/"},
+		{Namespace: "acme", Selector: `job="checkout", env=~"prod|staging"`, GroupBy: []string{"cluster", "job", "name"}, RunbookBaseURL: "https://wiki.example.com/runbooks/", GrafanaBaseURL: "https://grafana.example.com"},
 		{RateWindow: 90 * time.Second},
 	} {
 		window := FormatDuration(cmp.Or(cfg.RateWindow, DefaultRateWindow))
@@ -71,6 +75,10 @@ func TestMixtoolConventions(t *testing.T) {
 						assert.Equal(t, "increase15m", parts[2], "the flapping window is its own")
 						continue
 					}
+					if rl.Record == r.recImpact() {
+						assert.Equal(t, "increase2m", parts[2], "the impact window is its own")
+						continue
+					}
 					assert.Regexp(t, `^(ratio_)?rate`+window+`$`, parts[2])
 					continue
 				}
@@ -83,24 +91,28 @@ func TestMixtoolConventions(t *testing.T) {
 				require.NotEmpty(t, sum, rl.Alert)
 				assert.True(t, unicode.IsUpper([]rune(sum)[0]), "%s: summary %q must start with a capital", rl.Alert, sum)
 				assert.True(t, strings.HasSuffix(sum, "."), "%s: summary %q must end with a period", rl.Alert, sum)
-				assert.NotContains(t, sum, "{{", "%s: summary must be static", rl.Alert)
+				assert.Contains(t, sum, "{{ $labels.name }}", "%s: the summary names the dependency", rl.Alert)
+				if slices.Contains(r.groupBy, "job") {
+					assert.Contains(t, sum, "{{ $labels.job }}", "%s: the summary names the job", rl.Alert)
+				}
 				desc := rl.Annotations["description"]
 				assert.Contains(t, desc, "{{ $labels.name }}", "%s: description must be templated", rl.Alert)
 				assert.True(t, strings.HasSuffix(desc, "."), "%s: %q", rl.Alert, desc)
 				assert.Contains(t, desc, "$value", "%s: the description states the measured value", rl.Alert)
-				base := strings.TrimSuffix(cfg.RunbookBaseURL, "/")
-				if base == "" {
-					base = DefaultRunbookBaseURL
-				}
-				assert.Equal(t, base+"/"+rl.Alert, rl.Annotations["runbook_url"])
 				if rl.Alert == AlertFlapping {
-					// Its expression holds it between trips (max_over_time of the trip count).
-					assert.Contains(t, rl.Expr, "max_over_time(", rl.Alert)
+					// Hysteresis: it holds between trips by reading its own firing state.
+					assert.Contains(t, rl.Expr, `ALERTS{alertname="CircuitBreakerFlapping", alertstate="firing"}`, rl.Alert)
 				} else {
 					assert.True(t, rl.For > 0 || rl.KeepFiringFor > 0, "%s: needs for or keep_firing_for", rl.Alert)
 				}
+				if cfg.RunbookBaseURL == "" {
+					// No relative links unless the user chose them.
+					assert.Len(t, rl.Annotations, 2, rl.Alert)
+					continue
+				}
+				assert.Equal(t, strings.TrimSuffix(cfg.RunbookBaseURL, "/")+"/"+rl.Alert, rl.Annotations["runbook_url"])
 				assert.Len(t, rl.Annotations, 4, rl.Alert)
-				assert.True(t, strings.HasPrefix(rl.Annotations["dashboard_url"], "/d/stormwatch-dependency?"), "%s: %s", rl.Alert, rl.Annotations["dashboard_url"])
+				assert.True(t, strings.HasPrefix(rl.Annotations["dashboard_url"], "https://grafana.example.com/d/stormwatch-dependency?"), "%s: %s", rl.Alert, rl.Annotations["dashboard_url"])
 				assert.Contains(t, rl.Annotations["dashboard_url"], "var-name={{ $labels.name | urlquery }}", rl.Alert)
 			}
 		}
@@ -124,7 +136,7 @@ func TestPerInstanceAlertsKeepInstance(t *testing.T) {
 				continue
 			}
 			assert.Equal(t, perInstance[rl.Alert], strings.Contains(rl.Expr, "instance"), "%s: instance kept", rl.Alert)
-			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.HasPrefix(rl.Expr, "job_name:") || strings.HasPrefix(rl.Expr, "job_name_instance:"), "%s keeps job and name", rl.Alert)
+			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.Contains(rl.Expr, "on (job, name") || strings.HasPrefix(rl.Expr, "job_name:") || strings.HasPrefix(rl.Expr, "job_name_instance:"), "%s keeps job and name", rl.Alert)
 		}
 	}
 }
@@ -140,31 +152,32 @@ func TestConfigKnobsChangeOutput(t *testing.T) {
 		absent []string // substrings of the default output that must be gone
 	}{
 		{"namespace", Config{Namespace: "acme"}, []string{"acme_circuitbreaker_tripped_since_timestamp_seconds", "job_name:acme_retry_attempts:rate5m"}, []string{"resilience_"}},
-		{"no namespace", Config{Namespace: NoNamespace}, []string{"(last_over_time(circuitbreaker_tripped_since_timestamp_seconds[5m]) > 0)", "job_name:retry_attempts:rate5m"}, []string{"resilience_"}},
-		{"selector", Config{Selector: `job="checkout"`}, []string{`resilience_circuitbreaker_tripped_since_timestamp_seconds{job="checkout"}`, `job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"}`, `resilience_retry_attempts_total{job="checkout"}[5m] offset 1h`}, nil},
+		{"no namespace", Config{Namespace: NoNamespace}, []string{"(last_over_time(circuitbreaker_tripped_since_timestamp_seconds[45s]) > 0)", "job_name:retry_attempts:rate5m"}, []string{"resilience_"}},
+		{"selector", Config{Selector: `job="checkout"`}, []string{`resilience_circuitbreaker_tripped_since_timestamp_seconds{job="checkout"}`, `job_name:resilience_retry_attempts_per_call:ratio_rate5m{job="checkout"}`, `job_name:resilience_retry_attempts:rate5m{job="checkout"} offset 1h`}, nil},
 		{"selector label kept", Config{Selector: `env="prod"`}, []string{"sum by (job, name, env)", "job_name_env:resilience_retry_attempts:rate5m"}, nil},
 		{"group_by", Config{GroupBy: []string{"cluster", "name"}}, []string{"sum by (cluster, name)", "cluster_name:resilience_retry_attempts:rate5m", "max by (cluster, name, instance)"}, []string{"job_name:"}},
-		{"runbook base", Config{RunbookBaseURL: "https://runbooks.example.com/sw"}, []string{"runbook_url: https://runbooks.example.com/sw/CircuitBreakerStuckOpen"}, []string{"runbook_url: runbooks/"}},
-		{"threshold", Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(0.2)}}}, []string{"ratio_rate5m > 0.2"}, []string{"ratio_rate5m > 0.05"}},
+		{"runbook base", Config{RunbookBaseURL: "https://runbooks.example.com/sw"}, []string{"runbook_url: https://runbooks.example.com/sw/CircuitBreakerStuckOpen"}, nil},
+		{"relative runbook base chosen", Config{RunbookBaseURL: "runbooks"}, []string{"runbook_url: runbooks/CircuitBreakerStuckOpen"}, nil},
+		{"scrape interval", Config{ScrapeInterval: time.Minute}, []string{"last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[3m])", "last_over_time(resilience_bulkhead_max_concurrent_calls[3m])"}, []string{"[45s]"}},
+		{"threshold", Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(0.2)}}}, []string{"attempts_per_call:ratio_rate5m > 0.2"}, []string{"attempts_per_call:ratio_rate5m > 0.05"}},
 		{"stuck-open threshold", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Threshold: ptr(300.0)}}}, []string{") > 300", "[5m])) > 0", "(threshold 5m)", "in the last 5m"}, []string{") > 120"}},
 		{"for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {For: ptr(3 * time.Minute)}}}, []string{"for: 3m"}, nil},
-		{"keep_firing_for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(5 * time.Minute)}}}, []string{"keep_firing_for: 5m\n        labels:\n          severity: warning\n        annotations:\n          dashboard_url: /d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}"}, nil},
+		{"keep_firing_for", Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {KeepFiringFor: ptr(5 * time.Minute)}}}, []string{"keep_firing_for: 5m\n        labels:\n          severity: warning\n        annotations:\n          description: 'Circuit breaker"}, nil},
 		{"min_instances", Config{Alerts: map[string]AlertConfig{AlertOpenFleetWide: {MinInstances: ptr(5)}}}, []string{") >= 5\n", "(at least 5 instances)"}, []string{") >= 2\n"}},
 		{"grafana base URL", Config{GrafanaBaseURL: "https://grafana.example.com/g/"}, []string{"dashboard_url: https://grafana.example.com/g/d/stormwatch-dependency?var-job="}, []string{"dashboard_url: /d/"}},
-		{"dashboard uid prefix", Config{DashboardUIDPrefix: "shop"}, []string{"dashboard_url: /d/shop-dependency?var-job="}, []string{"/d/stormwatch-dependency"}},
-		{"group_by reaches dashboard_url", Config{GroupBy: []string{"cluster", "job", "name"}, Selector: `env="prod"`}, []string{"/d/stormwatch-dependency?var-cluster={{ $labels.cluster | urlquery }}&var-job={{ $labels.job | urlquery }}&var-name={{ $labels.name | urlquery }}\n"}, []string{"var-env="}},
+		{"dashboard uid prefix", Config{DashboardUIDPrefix: "shop", GrafanaBaseURL: "/grafana"}, []string{"dashboard_url: /grafana/d/shop-dependency?var-job="}, []string{"/d/stormwatch-dependency"}},
+		{"group_by reaches dashboard_url", Config{GroupBy: []string{"cluster", "job", "name"}, Selector: `env="prod"`, GrafanaBaseURL: "https://g"}, []string{"https://g/d/stormwatch-dependency?var-cluster={{ $labels.cluster | urlquery }}&var-job={{ $labels.job | urlquery }}&var-name={{ $labels.name | urlquery }}\n"}, []string{"var-env="}},
 		{"severity", Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Severity: "warning"}}}, nil, nil},
-		{"enabled", Config{Alerts: map[string]AlertConfig{AlertFallbackSustained: {Enabled: ptr(false)}}}, nil, []string{"FallbackSustained", "stormwatch-fallback"}},
+		{"enabled", Config{Alerts: map[string]AlertConfig{AlertFallbackSustained: {Enabled: ptr(false)}, AlertDependencyOutage: {Enabled: ptr(false)}}}, nil, []string{"FallbackSustained", "DependencyOutage", "stormwatch-fallback"}},
 		{"rate window", Config{RateWindow: 3 * time.Minute}, []string{
 			"job_name:resilience_retry_attempts_per_call:ratio_rate3m > 0.05",
 			"record: job_name_cause:resilience_fallback_calls:rate3m\n        expr: sum by (job, name, cause) (rate(resilience_fallback_calls_total[3m]))",
-			"rate(resilience_retry_attempts_total[3m] offset 1h)",
-			"over the last 3m (threshold 5%), for 5m",
+			"job_name:resilience_retry_attempts:rate3m offset 1h",
+			"over the last 3m (threshold 5%, at least 10 retries), for 5m",
 			"avg_over_time(resilience_bulkhead_inflight_calls[3m])",
 			// The windows with a meaning of their own stay.
 			"increase(resilience_circuitbreaker_not_permitted_calls_total[2m])",
 			"increase(resilience_circuitbreaker_transitions_total{from=\"closed\", to=\"open\"}[15m])",
-			"increase(resilience_retry_budget_denied_total[1m])",
 		}, []string{"rate5m", "[5m]", "over the last 5m"}},
 		{"format", Config{Format: FormatOperator}, []string{"apiVersion: monitoring.coreos.com/v1", "kind: PrometheusRule", "spec:\n  groups:"}, nil},
 	}
@@ -259,6 +272,10 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{RateWindow: 61 * time.Minute}, "rate_window", "1h1m: out of range [30s, 1h]"},
 		{Config{RateWindow: -time.Minute}, "rate_window", "out of range"},
 		{Config{RateWindow: 90*time.Second + time.Millisecond}, "rate_window", "1m30s1ms: not a whole number of seconds"},
+		{Config{ScrapeInterval: 10 * time.Minute}, "scrape_interval", "10m: out of range [1s, 5m]"},
+		{Config{ScrapeInterval: 1500 * time.Millisecond}, "scrape_interval", "1s500ms: not a whole number of seconds"},
+		{Config{RateWindow: time.Minute, ScrapeInterval: 45 * time.Second}, "scrape_interval", "45s: more than half the rate window 1m"},
+		{Config{Alerts: map[string]AlertConfig{AlertRetryBudgetExhausted: {Threshold: ptr(1.0)}}}, "alerts.RetryBudgetExhausted.threshold", "out of range [0, 1)"},
 		{Config{Alerts: map[string]AlertConfig{"CircuitBreakerStuck": {}}}, "alerts.CircuitBreakerStuck", "alerts.CircuitBreakerStuck: unknown alert (known: CircuitBreakerStuckOpen, "},
 		{Config{Alerts: map[string]AlertConfig{AlertRetryRateHigh: {Threshold: ptr(11.0)}}}, "alerts.RetryRateHigh.threshold", "11: out of range (0, 10]"},
 		{Config{Alerts: map[string]AlertConfig{AlertRejectingCalls: {Threshold: ptr(1.0)}}}, "alerts.CircuitBreakerRejectingCalls.threshold", "1: out of range (0, 1)"},
@@ -349,7 +366,7 @@ func TestRunbooks(t *testing.T) {
 func TestRunbookCausesCoverTheSeeds(t *testing.T) {
 	all := ""
 	for _, rb := range runbooks {
-		all += strings.Join(rb.causes, "\n") + strings.Join(rb.mitigation, "\n")
+		all += strings.Join(rb.Causes, "\n") + strings.Join(rb.Mitigation, "\n")
 	}
 	for _, cause := range []string{"retry storm", "missing circuit breaker", "undersized bulkhead", "4xx", "Retry-After", "recovery stampede", "credential"} {
 		assert.Contains(t, strings.ToLower(all), strings.ToLower(cause))

@@ -473,14 +473,14 @@ func (c *scenario) expectAlert(tc testCase, ck check) yamlExpAlert {
 		v = c.value(tc.tracks, ck.at)
 	}
 	ref := func(l string) string { return lv[l] }
+	causes := ck.causes
+	if causes == "" {
+		causes = c.sp.causesElse
+	}
 	return yamlExpAlert{
 		ExpLabels: labels,
-		ExpAnnotations: map[string]string{
-			"summary":       c.sp.summary,
-			"description":   c.sp.description(c.r, c.s, descArgs{ref: ref, value: c.sp.value.text(v), causes: ck.causes}),
-			"runbook_url":   c.r.runbookURL(c.sp.name),
-			"dashboard_url": c.r.dashboardURL(c.sp.perInstance, c.r.grafanaBase, func(l string) string { return url.QueryEscape(lv[l]) }),
-		},
+		ExpAnnotations: c.r.annotations(c.sp, c.s, descArgs{ref: ref, value: c.sp.value.text(v), causes: causes},
+			func(s string) string { return s }, func(l string) string { return url.QueryEscape(lv[l]) }),
 	}
 }
 

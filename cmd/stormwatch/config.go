@@ -348,6 +348,18 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 			c.rules.RateWindow = *d
 			return nil
 		},
+		"scrape_interval": func(n *yaml.Node, p string) error {
+			var d *time.Duration
+			if err := c.duration(&d)(n, p); err != nil {
+				return err
+			}
+			if *d == 0 {
+				return c.errAt(n, p, model.Duration(0), "out of range [%s, %s] (leave the key out for the default %s)",
+					rules.FormatDuration(rules.MinScrapeInterval), rules.FormatDuration(rules.MaxScrapeInterval), rules.FormatDuration(rules.DefaultScrapeInterval))
+			}
+			c.rules.ScrapeInterval = *d
+			return nil
+		},
 		"group_by": func(n *yaml.Node, p string) error {
 			haveGroupBy = true
 			if n.Kind != yaml.SequenceNode {

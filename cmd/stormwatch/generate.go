@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/stormwatch-go/stormwatch/dashboards"
@@ -169,6 +168,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 func generate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var cfgPath, outDir, format string
+	var strict bool
 	fs.StringVar(&cfgPath, "c", "", "config file (YAML); default: built-in defaults")
 	fs.StringVar(&cfgPath, "config", "", "same as -c")
 	fs.StringVar(&outDir, "o", ".", "output directory")
@@ -176,6 +176,7 @@ func generate(args []string, stdout io.Writer) error {
 	fs.StringVar(&format, "format", string(rules.FormatPrometheus), "rule file format: prometheus or operator (Kubernetes manifests under "+manifestsDir+"/: PrometheusRules and the dashboards as ConfigMaps)")
 	var sf stackFlags
 	sf.register(fs)
+	fs.BoolVar(&strict, "strict", false, "fail instead of warning when runbook_base_url or grafana_base_url is unset (the alerts then carry no runbook or dashboard link)")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator] [--target prometheus|mimir|thanos|victoriametrics]\n\ntargets:\n", quoteList(targetNames()))
@@ -243,6 +244,10 @@ func generate(args []string, stdout io.Writer) error {
 		files = append(files, fs...)
 		runbooks = runbooks || t.name == "runbooks"
 	}
+	warnings := linkWarnings(c, chosen)
+	if strict && len(warnings) > 0 {
+		return usageErr(warnings[0].field, "", "unset (--strict): %s", warnings[0].text)
+	}
 	if err := writeAll(outDir, files); err != nil {
 		return err
 	}
@@ -254,8 +259,32 @@ func generate(args []string, stdout io.Writer) error {
 	if runbooks {
 		fmt.Fprintf(stdout, "stormwatch: runbooks in %s (one README.md per alert)\n", filepath.Join(outDir, rules.RunbookDir)+string(filepath.Separator))
 	}
-	if c.rules.RunbookBaseURL == "" && (runbooks || slices.ContainsFunc(chosen, func(t target) bool { return t.name == "rules" })) {
-		fmt.Fprintf(stdout, "stormwatch: runbook_url annotations are relative (%s/<AlertName>): set runbook_base_url in the config to where you publish the runbooks\n", rules.DefaultRunbookBaseURL)
+	for _, w := range warnings {
+		fmt.Fprintf(stdout, "stormwatch: warning: %s is not set: %s\n", w.field, w.text)
 	}
 	return nil
+}
+
+// linkWarning says that a base URL is unset, so the generated alerts lack a link.
+type linkWarning struct{ field, text string }
+
+// linkWarnings are the warnings of a generate run of the chosen targets with config c: the
+// alerts carry a runbook_url only when runbook_base_url is set, a dashboard_url only when
+// grafana_base_url is (a relative link is a dead one in Slack or PagerDuty).
+func linkWarnings(c *config, chosen []target) []linkWarning {
+	var rulesChosen bool
+	for _, t := range chosen {
+		rulesChosen = rulesChosen || t.name == "rules" || t.name == "runbooks"
+	}
+	if !rulesChosen {
+		return nil
+	}
+	var out []linkWarning
+	if c.rules.RunbookBaseURL == "" {
+		out = append(out, linkWarning{"runbook_base_url", "the alerts carry no runbook_url; set it to where you publish the runbooks (" + rules.RunbookDir + "/<AlertName>)"})
+	}
+	if c.rules.GrafanaBaseURL == "" {
+		out = append(out, linkWarning{"grafana_base_url", "the alerts carry no dashboard_url; set it to your Grafana's address"})
+	}
+	return out
 }

@@ -58,7 +58,8 @@ func runBin(t *testing.T, dir string, args ...string) result {
 
 func runCmd(t *testing.T, dir, name string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// promtool runs the generated tests, about a minute of CPU: generous for shared machines.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
@@ -249,7 +250,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		name, cfg string
 		want      string // regexp on stderr
 	}{
-		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, kubernetes, namespace, rate_window, runbook_base_url, selector, slos, target\)`},
+		{"unknown key", "namespace: acme\nselectr: 'job=\"a\"'\n", `c\.yaml:2: selectr: unknown key \(known keys: alerts, dashboards, grafana_base_url, group_by, kubernetes, namespace, rate_window, runbook_base_url, scrape_interval, selector, slos, target\)`},
 		{"unknown nested key", "alerts:\n  RetryRateHigh:\n    treshold: 0.1\n", `c\.yaml:3: alerts\.RetryRateHigh\.treshold: unknown key`},
 		{"unknown dashboards key", "dashboards:\n  title: x\n", `c\.yaml:2: dashboards\.title: unknown key`},
 		{"threshold out of range", "alerts:\n  BulkheadSaturated:\n    threshold: 1.5\n", `c\.yaml:3: alerts\.BulkheadSaturated\.threshold = 1\.5: out of range \(0, 1\)`},
@@ -262,6 +263,8 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"rate window too long", "rate_window: 2h\n", `c\.yaml:1: rate_window = 2h: out of range \[30s, 1h\]`},
 		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window = 0s: out of range \[30s, 1h\]`},
 		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window = 5: want a duration such as 30s, 5m, 1h30m or 1d: a number needs a unit`},
+		{"scrape interval too long", "scrape_interval: 10m\n", `c\.yaml:1: scrape_interval = 10m: out of range \[1s, 5m\]`},
+		{"scrape interval over half the rate window", "rate_window: 1m\nscrape_interval: 45s\n", `c\.yaml:2: scrape_interval = 45s: more than half the rate window 1m`},
 		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector = .*unterminated quoted string`},
 		{"selector no test value satisfies", "selector: 'job!~\".*\"'\n", `c\.yaml:1: selector: cannot generate tests: no test value for label "job" satisfies the selector \{job!~".\*"\}`},
 		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector = .*regular expression`},

@@ -185,22 +185,37 @@ func TestWriteAllRefusesBadPaths(t *testing.T) {
 }
 
 // TestGenerateReportsWhatAndWhere: "wrote 1 file" (not "1 files"), where the runbooks went, and
-// that runbook links are relative until runbook_base_url is set.
+// a warning for each unset base URL (the alerts then carry no link), which --strict turns into
+// an error that writes nothing.
 func TestGenerateReportsWhatAndWhere(t *testing.T) {
 	dir := t.TempDir()
 	res := runBin(t, dir, "generate", "rules", "-o", "out")
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Equal(t, "stormwatch: wrote 1 file under out\n"+
-		"stormwatch: runbook_url annotations are relative (runbooks/<AlertName>): set runbook_base_url in the config to where you publish the runbooks\n", res.stdout)
+		"stormwatch: warning: runbook_base_url is not set: the alerts carry no runbook_url; set it to where you publish the runbooks (runbooks/<AlertName>)\n"+
+		"stormwatch: warning: grafana_base_url is not set: the alerts carry no dashboard_url; set it to your Grafana's address\n", res.stdout)
+	rulesYAML, err := os.ReadFile(filepath.Join(dir, "out", "stormwatch-rules.yaml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(rulesYAML), "runbook_url")
+	assert.NotContains(t, string(rulesYAML), "dashboard_url")
+
+	res = runBin(t, dir, "generate", "rules", "--strict", "-o", "strict")
+	assert.Equal(t, exitUsage, res.code, res.stdout)
+	assert.Contains(t, res.stderr, "runbook_base_url")
+	assert.NoDirExists(t, filepath.Join(dir, "strict"))
 
 	res = runBin(t, dir, "generate", "runbooks", "-o", "out2")
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Contains(t, res.stdout, fmt.Sprintf("stormwatch: wrote %d files under out2\n", len(rules.AlertNames())+1))
 	assert.Contains(t, res.stdout, "stormwatch: runbooks in "+filepath.Join("out2", "runbooks")+string(filepath.Separator)+" (one README.md per alert)\n")
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "c.yaml"), []byte("runbook_base_url: https://wiki.example.com/rb\n"), 0o644))
-	res = runBin(t, dir, "generate", "-c", "c.yaml", "-o", "out3")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "c.yaml"), []byte("runbook_base_url: https://wiki.example.com/rb\ngrafana_base_url: https://grafana.example.com\n"), 0o644))
+	res = runBin(t, dir, "generate", "--strict", "-c", "c.yaml", "-o", "out3")
 	require.Equal(t, 0, res.code, res.stderr)
-	assert.NotContains(t, res.stdout, "relative")
+	assert.NotContains(t, res.stdout, "warning")
+	rulesYAML, err = os.ReadFile(filepath.Join(dir, "out3", "stormwatch-rules.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(rulesYAML), "runbook_url: https://wiki.example.com/rb/DependencyOutage")
+	assert.Contains(t, string(rulesYAML), "dashboard_url: https://grafana.example.com/d/stormwatch-dependency?var-job=")
 	assert.Contains(t, res.stdout, "runbooks in ")
 }

@@ -19,7 +19,11 @@
         "name": "stormwatch-recording",
         "rules": [
           {
-            "expr": "sum by (job, name) (rate(resilience_circuitbreaker_calls_total[5m]))",
+            "expr": "sum by (job, name, kind) (rate(resilience_circuitbreaker_calls_total[5m]))",
+            "record": "job_name_kind:resilience_circuitbreaker_calls:rate5m"
+          },
+          {
+            "expr": "sum by (job, name) (job_name_kind:resilience_circuitbreaker_calls:rate5m)",
             "record": "job_name:resilience_circuitbreaker_calls:rate5m"
           },
           {
@@ -35,15 +39,23 @@
             "record": "job_name_kind:resilience_retry_calls:rate5m"
           },
           {
+            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m)",
+            "record": "job_name:resilience_retry_calls:rate5m"
+          },
+          {
             "expr": "sum by (job, name) (rate(resilience_retry_attempts_total[5m]))",
             "record": "job_name:resilience_retry_attempts:rate5m"
           },
           {
-            "expr": "job_name:resilience_retry_attempts:rate5m\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m)",
+            "expr": "sum by (job, name) (rate(resilience_retry_budget_denied_total[5m]))",
+            "record": "job_name:resilience_retry_budget_denied:rate5m"
+          },
+          {
+            "expr": "job_name:resilience_retry_attempts:rate5m\n/\njob_name:resilience_retry_calls:rate5m",
             "record": "job_name:resilience_retry_attempts_per_call:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
+            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
             "record": "job_name:resilience_retry_rescued_per_retried_call:ratio_rate5m"
           },
           {
@@ -51,7 +63,7 @@
             "record": "job_name_kind:resilience_bulkhead_calls:rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=\"rejected\"})\n/\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m)",
+            "expr": "sum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=~\"rejected\"})\n/\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m)",
             "record": "job_name:resilience_bulkhead_rejected_per_call:ratio_rate5m"
           },
           {
@@ -59,8 +71,32 @@
             "record": "job_name_cause:resilience_fallback_calls:rate5m"
           },
           {
+            "expr": "sum by (job, name) (job_name_cause:resilience_fallback_calls:rate5m)",
+            "record": "job_name:resilience_fallback_calls:rate5m"
+          },
+          {
+            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"failed_without_retry|failed_with_retry\"})\nor on (job, name)\nsum by (job, name) (job_name_kind:resilience_circuitbreaker_calls:rate5m{kind=~\"failed|slow_failed\"}) + on (job, name) job_name:resilience_circuitbreaker_not_permitted_calls:rate5m",
+            "record": "job_name:resilience_dependency_failed_calls:rate5m"
+          },
+          {
+            "expr": "job_name:resilience_retry_calls:rate5m\nor on (job, name)\njob_name:resilience_circuitbreaker_calls:rate5m + on (job, name) job_name:resilience_circuitbreaker_not_permitted_calls:rate5m",
+            "record": "job_name:resilience_dependency_calls:rate5m"
+          },
+          {
+            "expr": "clamp_min(\n  job_name:resilience_dependency_failed_calls:rate5m\n  - on (job, name)\n  (job_name:resilience_fallback_calls:rate5m or on (job, name) job_name:resilience_dependency_failed_calls:rate5m * 0),\n  0\n)",
+            "record": "job_name:resilience_dependency_unrescued_failed_calls:rate5m"
+          },
+          {
+            "expr": "job_name:resilience_dependency_unrescued_failed_calls:rate5m\n/\n(job_name:resilience_dependency_calls:rate5m \u003e 0)",
+            "record": "job_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m"
+          },
+          {
             "expr": "sum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"closed\", to=\"open\"}[15m]))",
             "record": "job_name_instance:resilience_circuitbreaker_trips:increase15m"
+          },
+          {
+            "expr": "sum by (job, name, instance) (increase(resilience_circuitbreaker_not_permitted_calls_total[2m])) \u003e 0\nor on (job, name, instance)\nsum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"half_open\", to=\"open\"}[2m])) \u003e 0",
+            "record": "job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m"
           }
         ]
       }
@@ -74,12 +110,10 @@
           {
             "alert": "CircuitBreakerStuckOpen",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
               "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) tripped on {{ with $labels.cause }}{{ . }}{{ else }}an unknown cause{{ end }} and has not been closed for {{ $value | humanizeDuration }} (threshold 2m); it rejected calls or failed its half-open probes in the last 2m: the dependency is still down for this process.",
-              "runbook_url": "runbooks/CircuitBreakerStuckOpen",
-              "summary": "Circuit breaker is stuck open while calls keep arriving."
+              "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) is stuck open while calls keep arriving."
             },
-            "expr": "(\n  time()\n  -\n  topk by (job, name, instance) (1, max by (job, name, instance, cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[5m]) \u003e 0))\n  unless on (job, name, instance)\n  resilience_circuitbreaker_tripped_since_timestamp_seconds == 0\n) \u003e 120\nand on (job, name, instance)\n(\n  sum by (job, name, instance) (increase(resilience_circuitbreaker_not_permitted_calls_total[2m])) \u003e 0\n  or on (job, name, instance)\n  sum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"half_open\", to=\"open\"}[2m])) \u003e 0\n)",
+            "expr": "(\n  time()\n  -\n  topk by (job, name, instance) (1, max by (job, name, instance, cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0))\n  unless on (job, name, instance)\n  resilience_circuitbreaker_tripped_since_timestamp_seconds == 0\n) \u003e 120\nand on (job, name, instance)\njob_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m",
             "for": "1m",
             "labels": {
               "severity": "warning"
@@ -88,12 +122,10 @@
           {
             "alert": "CircuitBreakerFlapping",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
-              "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) tripped (closed to open) {{ printf \"%.0f\" $value }} times in the last 15m, and at least 3 times within 15m since the alert began (last trip caused by {{ with printf \"topk(1, max by (cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds{job=%q, name=%q, instance=%q}[15m]) \u003e 0))\" $labels.job $labels.name $labels.instance | query }}{{ with . | first | label \"cause\" }}{{ . }}{{ else }}unknown{{ end }}{{ else }}unknown{{ end }}): the dependency is unstable or the breaker's thresholds are too tight. It resolves 15m after the last trip.",
-              "runbook_url": "runbooks/CircuitBreakerFlapping",
-              "summary": "Circuit breaker keeps tripping."
+              "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) tripped (closed to open) {{ printf \"%.0f\" $value }} times in the last 15m (it fires at 3 trips within 15m and holds while the breaker keeps tripping; last trip caused by {{ with printf \"topk(1, max by (cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds{job=%q, name=%q, instance=%q}[15m]) \u003e 0))\" $labels.job $labels.name $labels.instance | query }}{{ with . | first | label \"cause\" }}{{ . }}{{ else }}unknown{{ end }}{{ else }}unknown{{ end }}): the dependency is unstable or the breaker's thresholds are too tight. It resolves 15m after the last trip, and a single later trip does not bring it back.",
+              "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) keeps tripping."
             },
-            "expr": "job_name_instance:resilience_circuitbreaker_trips:increase15m \u003e 0\nand on (job, name, instance)\nmax_over_time(job_name_instance:resilience_circuitbreaker_trips:increase15m[15m]) \u003e= 3",
+            "expr": "job_name_instance:resilience_circuitbreaker_trips:increase15m \u003e= 3\nor on (job, name, instance)\n(\n  job_name_instance:resilience_circuitbreaker_trips:increase15m \u003e 0\n  and on (job, name, instance)\n  ALERTS{alertname=\"CircuitBreakerFlapping\", alertstate=\"firing\"}\n)",
             "labels": {
               "severity": "warning"
             }
@@ -101,12 +133,10 @@
           {
             "alert": "CircuitBreakerOpenFleetWide",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) is open or half-open, and rejecting calls or failing its probes, on {{ $value | humanizePercentage }} of the instances (at least 2 instances) for 2m; trip causes: {{ with printf \"count by (cause) (max by (instance, cause) (resilience_circuitbreaker_tripped_since_timestamp_seconds{job=%q, name=%q} \u003e 0))\" $labels.job $labels.name | query }}{{ range $i, $s := . | sortByLabel \"cause\" }}{{ if $i }}, {{ end }}{{ with $s.Labels.cause }}{{ . }}{{ else }}unknown{{ end }} on {{ $s.Value }}{{ end }}{{ else }}unknown{{ end }}. The dependency itself is down, not one pod.",
-              "runbook_url": "runbooks/CircuitBreakerOpenFleetWide",
-              "summary": "Circuit breaker is open on most instances: the dependency is down."
+              "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) is open on most instances: the dependency is down."
             },
-            "expr": "(\n  count by (job, name) (\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[5m])) \u003e 0\n    and on (job, name, instance)\n    (\n      sum by (job, name, instance) (increase(resilience_circuitbreaker_not_permitted_calls_total[2m])) \u003e 0\n      or on (job, name, instance)\n      sum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"half_open\", to=\"open\"}[2m])) \u003e 0\n    )\n  )\n/\n  count by (job, name) (max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=\"closed\"}[5m])))\n) \u003e 0.5\nand on (job, name)\ncount by (job, name) (\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[5m])) \u003e 0\n    and on (job, name, instance)\n    (\n      sum by (job, name, instance) (increase(resilience_circuitbreaker_not_permitted_calls_total[2m])) \u003e 0\n      or on (job, name, instance)\n      sum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"half_open\", to=\"open\"}[2m])) \u003e 0\n    )\n) \u003e= 2",
+            "expr": "(\n  count by (job, name) (\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[45s])) \u003e 0\n    and on (job, name, instance)\n    job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m\n  )\n/\n  count by (job, name) (max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=\"closed\"}[45s])))\n) \u003e 0.5\nand on (job, name)\ncount by (job, name) (\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[45s])) \u003e 0\n    and on (job, name, instance)\n    job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m\n) \u003e= 2",
             "for": "2m",
             "labels": {
               "severity": "critical"
@@ -115,12 +145,10 @@
           {
             "alert": "CircuitBreakerRejectingCalls",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
-              "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 10%), for 5m: callers get the fallback or an error.",
-              "runbook_url": "runbooks/CircuitBreakerRejectingCalls",
-              "summary": "Circuit breaker is rejecting a significant share of calls."
+              "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 10%, at least 10 rejections), for 5m: callers get the fallback or an error.",
+              "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) is rejecting a significant share of calls."
             },
-            "expr": "job_name:resilience_circuitbreaker_not_permitted_per_attempted_calls:ratio_rate5m \u003e 0.1",
+            "expr": "job_name:resilience_circuitbreaker_not_permitted_per_attempted_calls:ratio_rate5m \u003e 0.1\nand on (job, name)\njob_name:resilience_circuitbreaker_not_permitted_calls:rate5m * 300 \u003e= 10",
             "for": "5m",
             "labels": {
               "severity": "info"
@@ -129,12 +157,10 @@
           {
             "alert": "SlowCallRateHigh",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
               "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has a slow-call rate of {{ $value | humanizePercentage }}, above 80% of its slow-call threshold, for 10m: it is about to trip on latency. Once it trips, the slow-call rate starts afresh and CircuitBreakerStuckOpen reports the episode with cause slow_call_rate.",
-              "runbook_url": "runbooks/SlowCallRateHigh",
-              "summary": "Circuit breaker is close to tripping on slow calls."
+              "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) is close to tripping on slow calls."
             },
-            "expr": "max by (job, name, instance) (last_over_time(resilience_circuitbreaker_slow_call_rate[5m]))\n\u003e 0.8 * max by (job, name, instance) (last_over_time(resilience_circuitbreaker_slow_call_rate_threshold[5m]))",
+            "expr": "max by (job, name, instance) (last_over_time(resilience_circuitbreaker_slow_call_rate[45s]))\n\u003e 0.8 * max by (job, name, instance) (last_over_time(resilience_circuitbreaker_slow_call_rate_threshold[45s]))",
             "for": "10m",
             "labels": {
               "severity": "info"
@@ -148,12 +174,10 @@
           {
             "alert": "RetryRateHigh",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
-              "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) made {{ $value | humanizePercentage }} extra attempts per call over the last 5m (threshold 5%), for 5m: something downstream is persistently failing.",
-              "runbook_url": "runbooks/RetryRateHigh",
-              "summary": "Retry rate is high."
+              "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) made {{ $value | humanizePercentage }} extra attempts per call over the last 5m (threshold 5%, at least 10 retries), for 5m: something downstream is persistently failing.",
+              "summary": "Retry rate of \"{{ $labels.name }}\" (job={{ $labels.job }}) is high."
             },
-            "expr": "job_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 0.05",
+            "expr": "job_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 0.05\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 \u003e= 10",
             "for": "5m",
             "labels": {
               "severity": "warning"
@@ -162,12 +186,10 @@
           {
             "alert": "RetryRateSpike",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) made {{ $value | humanizePercentage }} extra attempts per call over the last 5m, more than 3 times as many as an hour earlier and above 1% — often the earliest sign of a downstream fault. In the first hour of data, before there is a value an hour earlier, the comparison is with the average over the data before the last 15m.",
-              "runbook_url": "runbooks/RetryRateSpike",
-              "summary": "Retry rate jumped compared with an hour ago."
+              "summary": "Retry rate of \"{{ $labels.name }}\" (job={{ $labels.job }}) jumped compared with an hour ago."
             },
-            "expr": "job_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 0.01\nand on (job, name)\njob_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 3 * (\n    sum by (job, name) (rate(resilience_retry_attempts_total[5m] offset 1h))\n  /\n    (sum by (job, name) (rate(resilience_retry_calls_total[5m] offset 1h)) \u003e 0)\n  or on (job, name)\n    sum by (job, name) (rate(resilience_retry_attempts_total[1h] offset 15m))\n  /\n    (sum by (job, name) (rate(resilience_retry_calls_total[1h] offset 15m)) \u003e 0)\n)",
+            "expr": "job_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 0.01\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 \u003e= 10\nand on (job, name)\njob_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 3 * (\n    job_name:resilience_retry_attempts:rate5m offset 1h\n  /\n    (job_name:resilience_retry_calls:rate5m offset 1h \u003e 0)\n  or on (job, name)\n    avg_over_time(job_name:resilience_retry_attempts:rate5m[1h] offset 15m)\n  /\n    (avg_over_time(job_name:resilience_retry_calls:rate5m[1h] offset 15m) \u003e 0)\n)",
             "for": "5m",
             "labels": {
               "severity": "warning"
@@ -176,13 +198,12 @@
           {
             "alert": "RetryBudgetExhausted",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
-              "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) had retries refused by its budget in every minute for 5m ({{ printf \"%.4g\" $value }} in the last minute): the budget is stopping a retry storm, and calls fail without retrying.",
-              "runbook_url": "runbooks/RetryBudgetExhausted",
-              "summary": "Retry budget is exhausted."
+              "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) had {{ $value | humanizePercentage }} of the retries it wanted to make refused by its budget over the last 5m (threshold 10%, at least 10 refusals), for 5m: the budget is stopping a retry storm, and calls fail without retrying.",
+              "summary": "Retry budget of \"{{ $labels.name }}\" (job={{ $labels.job }}) is exhausted."
             },
-            "expr": "sum by (job, name) (increase(resilience_retry_budget_denied_total[1m])) \u003e 0",
+            "expr": "job_name:resilience_retry_budget_denied:rate5m\n/\n(job_name:resilience_retry_budget_denied:rate5m + job_name:resilience_retry_attempts:rate5m)\n\u003e 0.1\nand on (job, name)\njob_name:resilience_retry_budget_denied:rate5m * 300 \u003e= 10",
             "for": "5m",
+            "keep_firing_for": "2m",
             "labels": {
               "severity": "warning"
             }
@@ -190,15 +211,26 @@
           {
             "alert": "RetriesNotRescuing",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
-              "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) rescued only {{ $value | humanizePercentage }} of the calls it retried over the last 5m (threshold 50%), for 10m: it is retrying a persistent fault and only adds load; the call needs a circuit breaker.",
-              "runbook_url": "runbooks/RetriesNotRescuing",
-              "summary": "Retries are not rescuing calls."
+              "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) rescued only {{ $value | humanizePercentage }} of the calls it retried over the last 5m (threshold 50%, at least 10 retried calls), for 10m: {{ with printf \"max(last_over_time(resilience_circuitbreaker_state{job=%q, name=%q, state=~\\\"open|half_open\\\"}[45s])) \u003e 0\" $labels.job $labels.name | query }}the circuit breaker is already open or half-open, so the retries are spent on probes and rejections; work the dependency's outage (see CircuitBreakerStuckOpen){{ else }}it is retrying a persistent fault and only adds load; the call needs a circuit breaker (or one with tighter settings){{ end }}.",
+              "summary": "Retries of \"{{ $labels.name }}\" (job={{ $labels.job }}) are not rescuing calls."
             },
-            "expr": "job_name:resilience_retry_rescued_per_retried_call:ratio_rate5m \u003c 0.5",
+            "expr": "job_name:resilience_retry_rescued_per_retried_call:ratio_rate5m \u003c 0.5\nand on (job, name)\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"}) * 300 \u003e= 10",
             "for": "10m",
             "labels": {
               "severity": "warning"
+            }
+          },
+          {
+            "alert": "RetryStormContained",
+            "annotations": {
+              "description": "Callers of \"{{ $labels.name }}\" (job={{ $labels.job }}) wanted {{ $value | humanizePercentage }} extra attempts per call over the last 5m (threshold 20%), yet fewer than 5% of calls failed unrescued: retries, the retry budget and fallbacks contained a retry storm. This record stays for 1h after the storm; look at what failed while users did not notice.",
+              "summary": "A retry storm towards \"{{ $labels.name }}\" (job={{ $labels.job }}) was contained."
+            },
+            "expr": "(job_name:resilience_retry_attempts:rate5m + job_name:resilience_retry_budget_denied:rate5m)\n/\n(job_name:resilience_retry_calls:rate5m \u003e 0)\n\u003e 0.2\nand on (job, name)\n(job_name:resilience_retry_attempts:rate5m + job_name:resilience_retry_budget_denied:rate5m) * 300 \u003e= 10\nunless on (job, name)\njob_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m \u003e 0.05",
+            "for": "1m",
+            "keep_firing_for": "1h",
+            "labels": {
+              "severity": "info"
             }
           }
         ]
@@ -209,12 +241,10 @@
           {
             "alert": "BulkheadRejectionsHigh",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
-              "description": "Bulkhead \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 1%), for 5m: it is undersized or the dependency got slower.",
-              "runbook_url": "runbooks/BulkheadRejectionsHigh",
-              "summary": "Bulkhead is rejecting calls."
+              "description": "Bulkhead \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 1%, at least 10 rejections), for 5m: it is undersized or the dependency got slower.",
+              "summary": "Bulkhead \"{{ $labels.name }}\" (job={{ $labels.job }}) is rejecting calls."
             },
-            "expr": "job_name:resilience_bulkhead_rejected_per_call:ratio_rate5m \u003e 0.01",
+            "expr": "job_name:resilience_bulkhead_rejected_per_call:ratio_rate5m \u003e 0.01\nand on (job, name)\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=\"rejected\"}) * 300 \u003e= 10",
             "for": "5m",
             "labels": {
               "severity": "warning"
@@ -223,12 +253,10 @@
           {
             "alert": "BulkheadSaturated",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Bulkhead \"{{ $labels.name }}\" (job={{ $labels.job }}) had {{ $value | humanizePercentage }} of its permits in use on average over the last 5m on its busiest instance (threshold 90%), for 10m: the next burst will be rejected.",
-              "runbook_url": "runbooks/BulkheadSaturated",
-              "summary": "Bulkhead is nearly full."
+              "summary": "Bulkhead \"{{ $labels.name }}\" (job={{ $labels.job }}) is nearly full."
             },
-            "expr": "max by (job, name) (\n  avg_over_time(resilience_bulkhead_inflight_calls[5m])\n/\n  (last_over_time(resilience_bulkhead_max_concurrent_calls[5m]) \u003e 0)\n) \u003e 0.9",
+            "expr": "max by (job, name) (\n  avg_over_time(resilience_bulkhead_inflight_calls[5m])\n/\n  (last_over_time(resilience_bulkhead_max_concurrent_calls[45s]) \u003e 0)\n) \u003e 0.9",
             "for": "10m",
             "labels": {
               "severity": "warning"
@@ -242,15 +270,25 @@
           {
             "alert": "FallbackSustained",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Fallback \"{{ $labels.name }}\" (job={{ $labels.job }}) ran in every 5m window for 15m, {{ printf \"%.4g\" $value }} times per second over the last 5m: users are being served the degraded answer.",
-              "runbook_url": "runbooks/FallbackSustained",
-              "summary": "Service is running degraded on fallbacks."
+              "summary": "Calls to \"{{ $labels.name }}\" (job={{ $labels.job }}) are running degraded on fallbacks."
             },
-            "expr": "sum by (job, name) (job_name_cause:resilience_fallback_calls:rate5m) \u003e 0",
+            "expr": "job_name:resilience_fallback_calls:rate5m \u003e 0",
             "for": "15m",
             "labels": {
               "severity": "warning"
+            }
+          },
+          {
+            "alert": "DependencyOutage",
+            "annotations": {
+              "description": "Calls to \"{{ $labels.name }}\" (job={{ $labels.job }}) failed without a fallback answering them: {{ $value | humanizePercentage }} of calls over the last 5m (threshold 25%, at least 10 such failures), for 5m. Users get errors, whatever the number of instances; breakers, retries and fallbacks are not containing this outage.",
+              "summary": "Dependency \"{{ $labels.name }}\" (job={{ $labels.job }}) is failing its callers."
+            },
+            "expr": "job_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m \u003e 0.25\nand on (job, name)\njob_name:resilience_dependency_unrescued_failed_calls:rate5m * 300 \u003e= 10",
+            "for": "5m",
+            "labels": {
+              "severity": "critical"
             }
           }
         ]
@@ -261,12 +299,10 @@
           {
             "alert": "LimiterPinnedAtMinimum",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has held its limit at {{ printf \"%.0f\" $value }}, its minimum, for 10m: the dependency is slow at any concurrency (an incident, or a lasting slowdown the limiter will not learn under full load), and most calls beyond the minimum are rejected.",
-              "runbook_url": "runbooks/LimiterPinnedAtMinimum",
-              "summary": "Adaptive limiter is pinned at its minimum."
+              "summary": "Adaptive limiter is pinned at its minimum.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}))"
             },
-            "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_limit[5m]))\n\u003c= 1 * max by (job, name, instance) (last_over_time(resilience_limiter_min_limit[5m]))",
+            "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_limit[45s]))\n\u003c= 1 * max by (job, name, instance) (last_over_time(resilience_limiter_min_limit[45s]))",
             "for": "10m",
             "labels": {
               "severity": "warning"
@@ -275,12 +311,10 @@
           {
             "alert": "LimiterSaturated",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) had {{ $value | humanizePercentage }} of its limit in use on average over the last 5m on its busiest instance (threshold 90%), for 10m: demand meets what the dependency can take, and the next burst is rejected.",
-              "runbook_url": "runbooks/LimiterSaturated",
-              "summary": "Adaptive limiter is running at its limit."
+              "summary": "Adaptive limiter is running at its limit.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}))"
             },
-            "expr": "max by (job, name) (\n  avg_over_time(resilience_limiter_inflight_calls[5m])\n/\n  (last_over_time(resilience_limiter_limit[5m]) \u003e 0)\n) \u003e 0.9",
+            "expr": "max by (job, name) (\n  avg_over_time(resilience_limiter_inflight_calls[5m])\n/\n  (last_over_time(resilience_limiter_limit[45s]) \u003e 0)\n) \u003e 0.9",
             "for": "10m",
             "labels": {
               "severity": "warning"
@@ -289,10 +323,8 @@
           {
             "alert": "LimiterRejectionsHigh",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 5%), for 5m: offered load exceeds what the dependency serves at its normal latency.",
-              "runbook_url": "runbooks/LimiterRejectionsHigh",
-              "summary": "Adaptive limiter is rejecting calls."
+              "summary": "Adaptive limiter is rejecting calls.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}))"
             },
             "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\"}[5m]))\n/\nsum by (job, name) (rate(resilience_limiter_calls_total[5m]))\n\u003e 0.05\nand\nsum by (job, name) (rate(resilience_limiter_calls_total[5m])) \u003e= 0.1",
             "for": "5m",
@@ -303,12 +335,10 @@
           {
             "alert": "LimiterBaselineDrifting",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}\u0026var-instance={{ $labels.instance | urlquery }}",
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) now takes {{ printf \"%.4g\" $value }} times its lowest baseline latency of the last 1h as normal (threshold 2), for 15m: the dependency became slower even under light load.",
-              "runbook_url": "runbooks/LimiterBaselineDrifting",
-              "summary": "Adaptive limiter has a rising latency baseline."
+              "summary": "Adaptive limiter has a rising latency baseline.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}))"
             },
-            "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_baseline_latency_seconds[5m]))\n/\nmax by (job, name, instance) (min_over_time(resilience_limiter_baseline_latency_seconds[1h]) \u003e 0)\n\u003e 2",
+            "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_baseline_latency_seconds[45s]))\n/\nmax by (job, name, instance) (min_over_time(resilience_limiter_baseline_latency_seconds[1h]) \u003e 0)\n\u003e 2",
             "for": "15m",
             "labels": {
               "severity": "info"
@@ -317,12 +347,10 @@
           {
             "alert": "ThrottleShedding",
             "annotations": {
-              "dashboard_url": "/d/stormwatch-dependency?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
               "description": "Client-side throttle \"{{ $labels.name }}\" (job={{ $labels.job }}) sheds {{ $value | humanizePercentage }} of new requests locally, for 5m: the dependency refuses more than half of what is sent.",
-              "runbook_url": "runbooks/ThrottleShedding",
-              "summary": "Client-side throttle is shedding requests."
+              "summary": "Client-side throttle is shedding requests.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}))"
             },
-            "expr": "max by (job, name) (last_over_time(resilience_throttle_rejection_probability[5m])) \u003e 0",
+            "expr": "max by (job, name) (last_over_time(resilience_throttle_rejection_probability[45s])) \u003e 0",
             "for": "5m",
             "labels": {
               "severity": "warning"

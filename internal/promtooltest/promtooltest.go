@@ -35,7 +35,7 @@ import (
 )
 
 // Timeout bounds one promtool process.
-const Timeout = 3 * time.Minute
+const Timeout = 6 * time.Minute
 
 // Path returns the absolute path of bin/promtool in the module root above the working
 // directory, and skips t when it is absent.

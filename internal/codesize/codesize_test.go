@@ -20,7 +20,6 @@ var tooLong = map[string]int{
 	"cmd/stormwatch/demo_prometheus.go:runDemoWithPrometheus": 95,
 	"cmd/stormwatch/internal/demo/demo.go:Run":                96,
 	"cmd/stormwatch/internal/demo/soak/main.go:run":           108,
-	"cmd/stormwatch/internal/demo/storm.go:runStorm":          277,
 	"cmd/stormwatch/generate.go:generate":                     93,
 	"rules/config.go:Config.resolve":                          180,
 	"rules/scenarios.go:flappingScenarios":                    122,

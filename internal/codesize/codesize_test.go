@@ -17,15 +17,14 @@ const maxLines = 80
 // only shrink: TestFunctionsAreShort fails when a listed function grows, when a function not
 // listed is over the limit, and when a listed one is already within it (delete its line).
 var tooLong = map[string]int{
-	"cmd/stormwatch/demo_prometheus.go:runDemoWithPrometheus": 95,
-	"cmd/stormwatch/generate.go:generate":                     93,
-	"rules/config.go:Config.resolve":                          180,
-	"rules/scenarios.go:flappingScenarios":                    122,
-	"rules/scenarios.go:fleetWideScenarios":                   172,
-	"rules/scenarios.go:stuckOpenScenarios":                   174,
-	"rules/scenarios.go:trafficScenarios":                     107,
-	"rules/slo.go:resolved.resolveSLO":                        146,
-	"rules/slo_runbooks.go:resolved.sloRunbookText":           112,
+	"cmd/stormwatch/generate.go:generate":           93,
+	"rules/config.go:Config.resolve":                180,
+	"rules/scenarios.go:flappingScenarios":          122,
+	"rules/scenarios.go:fleetWideScenarios":         172,
+	"rules/scenarios.go:stuckOpenScenarios":         174,
+	"rules/scenarios.go:trafficScenarios":           107,
+	"rules/slo.go:resolved.resolveSLO":              146,
+	"rules/slo_runbooks.go:resolved.sloRunbookText": 112,
 }
 
 func TestFunctionsAreShort(t *testing.T) {

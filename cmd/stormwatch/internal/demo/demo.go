@@ -391,15 +391,9 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 		defer transport.CloseIdleConnections()
 		base, downURL = transport, "http://"+downSrv.addr
 	}
-	deps := make([]*dependency, len(Dependencies))
-	for i, name := range Dependencies {
-		prof := cfg.Profiles[name]
-		if slices.Contains(sc.Limited, name) && prof.Limit == nil {
-			prof.Limit = &limit.Config{}
-		}
-		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
-			return err
-		}
+	deps, err := newDependencies(cfg, sc, reg, downURL, base)
+	if err != nil {
+		return err
 	}
 
 	start := clk.Now()
@@ -438,6 +432,23 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 	}
 	b.println("%s", stopReason(cfg, context.Cause(ctx)))
 	return nil
+}
+
+// newDependencies builds the client of every dependency, calling downURL/<name> through base.
+// The scenario's limited dependencies get an adaptive limiter unless their profile has one.
+func newDependencies(cfg Config, sc Scenario, reg *instrument.Registry, downURL string, base http.RoundTripper) ([]*dependency, error) {
+	deps := make([]*dependency, len(Dependencies))
+	for i, name := range Dependencies {
+		prof := cfg.Profiles[name]
+		if slices.Contains(sc.Limited, name) && prof.Limit == nil {
+			prof.Limit = &limit.Config{}
+		}
+		var err error
+		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
+			return nil, err
+		}
+	}
+	return deps, nil
 }
 
 // applyPhase sets every dependency's fault of phase p.

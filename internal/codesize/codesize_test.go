@@ -13,9 +13,10 @@ import (
 // maxLines is the longest a function in cmd/ or rules/ may be: short enough to read at once.
 const maxLines = 80
 
-// tooLong lists the functions still over maxLines, each with its length today. The list can
-// only shrink: TestFunctionsAreShort fails when a listed function grows, when a function not
-// listed is over the limit, and when a listed one is already within it (delete its line).
+// tooLong lists the functions still over maxLines, each with the length it had when listed (a
+// function that shrinks may lower its entry). The list can only shrink: TestFunctionsAreShort
+// fails when a listed function grows past its entry, when a function not listed is over the
+// limit, and when a listed one is within it or gone (delete its line).
 var tooLong = map[string]int{
 	"cmd/stormwatch/generate.go:generate":           93,
 	"rules/config.go:Config.resolve":                180,
@@ -39,8 +40,6 @@ func TestFunctionsAreShort(t *testing.T) {
 			t.Errorf("%s is %d lines, over %d: split it into short functions", f.Key, f.Lines, maxLines)
 		case f.Lines > allowed:
 			t.Errorf("%s grew to %d lines (listed at %d, limit %d): shorten it", f.Key, f.Lines, allowed, maxLines)
-		case f.Lines < allowed:
-			t.Errorf("%s shrank to %d lines: lower its entry in tooLong from %d", f.Key, f.Lines, allowed)
 		}
 	}
 	for key := range tooLong {

@@ -36,7 +36,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags e2e ./e2e/ ./cmd/stormwatch/internal/demo/e2e/
+	$(GO) vet -tags e2e ./e2e/... ./cmd/stormwatch/internal/demo/e2e/
 	$(GO) vet -tags promtoolmatrix ./rules/
 
 ## unit: the unit tests, with the race detector. They run on injected clocks and scripted

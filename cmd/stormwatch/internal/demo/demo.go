@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -41,7 +40,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
-	"github.com/stormwatch-go/stormwatch/retrylog"
 )
 
 // Defaults of Config.
@@ -258,15 +256,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopRun(nil)
 	defer context.AfterFunc(ctx, func() { stopRun(errInterrupted) })()
 	if cfg.Duration > 0 {
-		t := clk.NewTimer(cfg.Duration)
-		go func() {
-			select {
-			case <-t.C():
-				stopRun(errDurationReached)
-			case <-runCtx.Done():
-				t.Stop()
-			}
-		}()
+		go stopAfter(runCtx, clk, cfg.Duration, stopRun)
 	}
 
 	reg := cfg.Registry
@@ -277,46 +267,54 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	b := &board{out: cfg.Stdout, tty: cfg.TTY}
 	defer b.finish()
-
-	// The retry log.
-	sink, err := openLog(cfg, b)
+	logWhere, stopLog, err := startRetryLog(cfg, reg, b)
 	if err != nil {
 		return err
 	}
-	defer sink.close()
-	var h slog.Handler = slog.NewJSONHandler(sink.w, nil)
-	if cfg.LogFormat == "text" {
-		h = slog.NewTextHandler(sink.w, nil)
-	}
-	var logOpts []retrylog.Option
-	if cfg.Clock != nil {
-		logOpts = append(logOpts, retrylog.WithClock(cfg.Clock))
-	}
-	logger, err := retrylog.New(h, logOpts...)
+	defer stopLog()
+	metrics, err := serveMetrics(cfg, reg)
 	if err != nil {
 		return err
 	}
-	defer logger.Attach(reg.Events())()
+	defer metrics.stop(time.Second)
+	metricsURL := "http://" + metrics.addr + "/metrics"
+	b.println("stormwatch demo: scenario %s, speed ×%s — metrics on %s, retry log %s", cfg.Scenario, trimFloat(cfg.Speed), metricsURL, logWhere)
 
-	// /metrics: the stormwatch collector and the Go runtime.
+	if cfg.Scenario == ScenarioRetryStorm {
+		return runStormScenario(runCtx, cfg, reg, b, metricsURL)
+	}
+	return runScripted(runCtx, cfg, clk, reg, b, metricsURL)
+}
+
+// stopAfter cancels the run with errDurationReached once d has passed on clk, unless the run
+// ends first.
+func stopAfter(runCtx context.Context, clk clock.Clock, d time.Duration, stopRun context.CancelCauseFunc) {
+	t := clk.NewTimer(d)
+	select {
+	case <-t.C():
+		stopRun(errDurationReached)
+	case <-runCtx.Done():
+		t.Stop()
+	}
+}
+
+// serveMetrics serves /metrics — the stormwatch collector and the Go runtime — on
+// cfg.Listener, or on a new listener on cfg.Listen.
+func serveMetrics(cfg Config, reg *instrument.Registry) (*server, error) {
 	col, err := collector.New(reg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	promReg := prometheus.NewRegistry()
-	if err := promReg.Register(col); err != nil {
-		return err
-	}
-	if err := promReg.Register(collectors.NewGoCollector()); err != nil {
-		return err
-	}
-	if err := promReg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return err
+	for _, c := range []prometheus.Collector{col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := promReg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	ml := cfg.Listener
 	if ml == nil {
 		if ml, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+			return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 		}
 	}
 	mux := http.NewServeMux()
@@ -328,15 +326,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		fmt.Fprintf(w, "stormwatch demo (%s): see /metrics\n", cfg.Scenario)
 	})
-	metrics := serve(ml, mux)
-	defer metrics.stop(time.Second)
-	metricsURL := "http://" + metrics.addr + "/metrics"
-	b.println("stormwatch demo: scenario %s, speed ×%s — metrics on %s, retry log %s", cfg.Scenario, trimFloat(cfg.Speed), metricsURL, sink.where)
-
-	if cfg.Scenario == ScenarioRetryStorm {
-		return runStormScenario(runCtx, cfg, reg, b, metricsURL)
-	}
-	return runScripted(runCtx, cfg, clk, reg, b, metricsURL)
+	return serve(ml, mux), nil
 }
 
 // stopReason is the line that ends a run whose context ended with cause.
@@ -401,15 +391,9 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 		defer transport.CloseIdleConnections()
 		base, downURL = transport, "http://"+downSrv.addr
 	}
-	deps := make([]*dependency, len(Dependencies))
-	for i, name := range Dependencies {
-		prof := cfg.Profiles[name]
-		if slices.Contains(sc.Limited, name) && prof.Limit == nil {
-			prof.Limit = &limit.Config{}
-		}
-		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
-			return err
-		}
+	deps, err := newDependencies(cfg, sc, reg, downURL, base)
+	if err != nil {
+		return err
 	}
 
 	start := clk.Now()
@@ -448,6 +432,23 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 	}
 	b.println("%s", stopReason(cfg, context.Cause(ctx)))
 	return nil
+}
+
+// newDependencies builds the client of every dependency, calling downURL/<name> through base.
+// The scenario's limited dependencies get an adaptive limiter unless their profile has one.
+func newDependencies(cfg Config, sc Scenario, reg *instrument.Registry, downURL string, base http.RoundTripper) ([]*dependency, error) {
+	deps := make([]*dependency, len(Dependencies))
+	for i, name := range Dependencies {
+		prof := cfg.Profiles[name]
+		if slices.Contains(sc.Limited, name) && prof.Limit == nil {
+			prof.Limit = &limit.Config{}
+		}
+		var err error
+		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
+			return nil, err
+		}
+	}
+	return deps, nil
 }
 
 // applyPhase sets every dependency's fault of phase p.

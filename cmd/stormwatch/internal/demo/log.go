@@ -3,7 +3,11 @@ package demo
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+
+	"github.com/stormwatch-go/stormwatch/instrument"
+	"github.com/stormwatch-go/stormwatch/retrylog"
 )
 
 // logSink is where the retry log goes, and how the first line describes it.
@@ -39,4 +43,29 @@ func openLog(cfg Config, b *board) (logSink, error) {
 		return toStderr, nil
 	}
 	return logSink{w: f, where: "in " + f.Name(), close: func() { _ = f.Close() }}, nil
+}
+
+// startRetryLog writes reg's retry log to the sink cfg asks for (see openLog), in its format.
+// It returns where the log goes (for the first line) and stop, which detaches the log and
+// closes its file.
+func startRetryLog(cfg Config, reg *instrument.Registry, b *board) (where string, stop func(), err error) {
+	sink, err := openLog(cfg, b)
+	if err != nil {
+		return "", nil, err
+	}
+	var h slog.Handler = slog.NewJSONHandler(sink.w, nil)
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(sink.w, nil)
+	}
+	var logOpts []retrylog.Option
+	if cfg.Clock != nil {
+		logOpts = append(logOpts, retrylog.WithClock(cfg.Clock))
+	}
+	logger, err := retrylog.New(h, logOpts...)
+	if err != nil {
+		sink.close()
+		return "", nil, err
+	}
+	detach := logger.Attach(reg.Events())
+	return sink.where, func() { detach(); sink.close() }, nil
 }

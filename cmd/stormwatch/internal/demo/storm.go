@@ -265,142 +265,215 @@ func constKey(name string) func(*http.Request) string {
 // runStorm runs one setup and measures it. done is false when ctx ended first (the result is
 // then empty); err is a runtime failure.
 func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg StormConfig, speed float64) (res StormResult, done bool, err error) {
-	s := func(d time.Duration) time.Duration { return scaleDuration(d, speed) }
-	total := cfg.Warmup + cfg.Fault + cfg.Observe
-	wallRate := cfg.Rate * speed
-	n := int(wallRate*s(total).Seconds()) + 1
+	r := newStormRun(ctx, setup, reg, cfg, speed)
+	defer r.close()
+	orderURL, err := r.startChain()
+	if err != nil {
+		return StormResult{}, false, err
+	}
+	r.drive(orderURL)
+	r.settle()
+	if ctx.Err() != nil || r.firstFault < 0 || r.firstAfter < 0 {
+		return StormResult{Setup: setup}, false, nil // stopped before the replay was over
+	}
+	return r.result(), true, nil
+}
 
-	runCtx, stop := context.WithCancel(ctx)
-	stopCh := make(chan struct{})
-	var servers []*server
-	transport := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second}
-	defer func() {
-		// Cancel what still runs, release the bank's waiting handlers, then stop the servers
-		// (callers first) and close the idle connections.
-		stop()
-		close(stopCh)
-		for i := len(servers) - 1; i >= 0; i-- {
-			servers[i].stop(500 * time.Millisecond)
-		}
-		transport.CloseIdleConnections()
-	}()
+// stormRun is one setup's run: the chain's servers, the bank, and what the users got.
+type stormRun struct {
+	setup string
+	reg   *instrument.Registry
+	cfg   StormConfig
+	speed float64
 
-	bk := &bank{
+	runCtx    context.Context // the run's calls; cancelled by close
+	stop      context.CancelFunc
+	stopCh    chan struct{} // closed by close: releases the bank's waiting handlers
+	servers   []*server     // in start order: bank, payment, order
+	transport *http.Transport
+	client    *http.Client
+	bank      *bank
+
+	wallRate float64        // user requests per wall second
+	n        int            // user requests the run may send
+	outcomes []stormOutcome // per user request, by id
+	issued   int            // user requests sent
+	// firstFault and firstAfter are the ids of the first user request of the fault and of the
+	// first after it; -1 until then.
+	firstFault, firstAfter int
+}
+
+// stormOutcome is what one user request got.
+type stormOutcome struct {
+	at            time.Duration // demo time since start
+	real, degrade bool
+}
+
+func newStormRun(ctx context.Context, setup string, reg *instrument.Registry, cfg StormConfig, speed float64) *stormRun {
+	r := &stormRun{setup: setup, reg: reg, cfg: cfg, speed: speed, stopCh: make(chan struct{}), firstFault: -1, firstAfter: -1}
+	r.runCtx, r.stop = context.WithCancel(ctx)
+	r.transport = &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second}
+	r.client = &http.Client{Transport: r.transport}
+	r.wallRate = cfg.Rate * speed
+	r.n = int(r.wallRate*r.s(r.total()).Seconds()) + 1
+	r.outcomes = make([]stormOutcome, r.n)
+	r.bank = &bank{
 		workers: make(chan struct{}, cfg.BankWorkers), admitted: make(chan struct{}, cfg.BankWorkers+cfg.BankQueue),
-		perUser: make([]atomic.Uint32, n), stop: stopCh,
+		perUser: make([]atomic.Uint32, r.n), stop: r.stopCh,
 	}
-	bk.service.Store(int64(s(cfg.BankService)))
+	r.bank.service.Store(int64(r.s(cfg.BankService)))
+	return r
+}
 
-	listen := func(h http.Handler) (string, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", err
-		}
-		srv := serve(l, h)
-		servers = append(servers, srv)
-		return "http://" + srv.addr + "/", nil
+// s scales a demo duration to wall time.
+func (r *stormRun) s(d time.Duration) time.Duration { return scaleDuration(d, r.speed) }
+
+// total is the run's length in demo time.
+func (r *stormRun) total() time.Duration { return r.cfg.Warmup + r.cfg.Fault + r.cfg.Observe }
+
+// close cancels what still runs, releases the bank's waiting handlers, then stops the servers
+// (callers first) and closes the idle connections.
+func (r *stormRun) close() {
+	r.stop()
+	close(r.stopCh)
+	for i := len(r.servers) - 1; i >= 0; i-- {
+		r.servers[i].stop(500 * time.Millisecond)
 	}
-	client := &http.Client{Transport: transport}
+	r.transport.CloseIdleConnections()
+}
 
-	bankURL, err := listen(bk)
+// listen serves h on a new loopback port and returns its URL.
+func (r *stormRun) listen(h http.Handler) (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return StormResult{}, false, err
+		return "", err
 	}
-	toBank := &stormLayer{url: bankURL, client: client}
-	var payment http.HandlerFunc
-	if setup == SetupNaive {
-		toBank.attempts, toBank.attemptTimeout, toBank.pause = 3, s(time.Second), s(100*time.Millisecond)
-		payment = func(w http.ResponseWriter, r *http.Request) {
-			// The naive payment service keeps retrying the bank after its caller gave up (its
-			// threads are not interrupted): the run's context, not the request's.
-			if err := toBank.naiveCall(runCtx, r.Header.Get(requestIDHeader)); err != nil {
-				http.Error(w, "bank failed", http.StatusBadGateway)
-				return
-			}
-			_, _ = io.WriteString(w, "paid\n")
-		}
-	} else {
-		// payment → bank: no retry (one retry layer only, at the top), a breaker, a bulkhead and
-		// a per-attempt timeout, through an httpx transport.
-		bankTr, err := httpx.NewTransport(transport, httpx.WithRegistry(reg), httpx.WithKey(constKey("bank-channel")),
-			httpx.WithPipeline(instrument.PipelineConfig{
-				Breaker: &breaker.Config{
-					Window: breaker.CountBased, WindowSize: 10, MinCalls: 5, SlowCallDuration: s(800 * time.Millisecond),
-					OpenDuration: s(5 * time.Second),
-				},
-				Bulkhead: &bulkhead.Config{MaxConcurrent: 8, MaxWait: s(200 * time.Millisecond)},
-				Timeout:  &timeout.Config{Timeout: s(time.Second)},
-			}))
-		if err != nil {
-			return StormResult{}, false, err
-		}
-		toBank.client = &http.Client{Transport: bankTr}
-		payment = func(w http.ResponseWriter, r *http.Request) {
-			_, err := toBank.send(r.Context(), r.Header.Get(requestIDHeader))
-			if err != nil {
-				// Our own refusals (breaker open, bulkhead full) tell the caller not to retry
-				// (the do-not-retry signal): retrying them at once only adds load.
-				if errors.Is(err, breaker.ErrOpen) || errors.Is(err, bulkhead.ErrFull) {
-					w.Header().Set(httpx.RetryDisabledHeader, "true")
-				}
-				http.Error(w, "bank unavailable", http.StatusServiceUnavailable)
-				return
-			}
-			_, _ = io.WriteString(w, "paid\n")
-		}
-	}
-	var paymentHandler http.Handler = payment
-	if setup == SetupStormwatch {
-		paymentHandler = httpx.Middleware(payment) // the do-not-retry signal, server side
-	}
-	paymentURL, err := listen(paymentHandler)
-	if err != nil {
-		return StormResult{}, false, err
-	}
+	srv := serve(l, h)
+	r.servers = append(r.servers, srv)
+	return "http://" + srv.addr + "/", nil
+}
 
-	toPayment := &stormLayer{url: paymentURL, client: client}
-	if setup == SetupNaive {
-		toPayment.attempts, toPayment.attemptTimeout, toPayment.pause = 3, s(1500*time.Millisecond), s(100*time.Millisecond)
-	} else {
-		rc := retry.Config{}
-		rc.MaxAttempts = 2
-		rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: s(2 * time.Second)}
-		rc.Budget.DecayWindow = s(retryDefaults.Budget.DecayWindow)
-		rc.Idempotent = true
-		// order → payment: the one retry layer (2 attempts, 10% budget, 4s deadline), a breaker,
-		// a bulkhead, a per-attempt timeout and the fallback "payment pending", through an httpx
-		// transport.
-		payTr, err := httpx.NewTransport(transport, httpx.WithRegistry(reg), httpx.WithKey(constKey("payment-service")),
-			httpx.WithPipeline(instrument.PipelineConfig{
-				Retry: &rc,
-				Breaker: &breaker.Config{
-					Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: s(5 * time.Second),
-				},
-				Bulkhead: &bulkhead.Config{MaxConcurrent: 30, MaxWait: s(200 * time.Millisecond)},
-				Timeout:  &timeout.Config{Timeout: s(2 * time.Second)},
-				Fallback: &fallback.Config{On: fallbackCauses},
-			}),
-			httpx.WithFallback(func(req *http.Request, _ catalog.Cause, _ error) (*http.Response, error) {
-				const pending = "payment pending (check later)\n"
-				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
-					Body: io.NopCloser(strings.NewReader(pending)), ContentLength: int64(len(pending))}, nil
-			}))
-		if err != nil {
-			return StormResult{}, false, err
-		}
-		toPayment.client = &http.Client{Transport: payTr, Timeout: s(4 * time.Second)} // the call's deadline
+// startChain starts the bank, the payment service and the order service of the setup, and
+// returns the order service's URL.
+func (r *stormRun) startChain() (string, error) {
+	bankURL, err := r.listen(r.bank)
+	if err != nil {
+		return "", err
 	}
-	order := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(requestIDHeader)
-		if setup == SetupNaive {
-			if err := toPayment.naiveCall(r.Context(), id); err != nil {
+	toBank := &stormLayer{url: bankURL, client: r.client}
+	var payment http.Handler
+	if r.setup == SetupNaive {
+		payment = r.naivePayment(toBank)
+	} else if payment, err = r.stormwatchPayment(toBank); err != nil {
+		return "", err
+	}
+	paymentURL, err := r.listen(payment)
+	if err != nil {
+		return "", err
+	}
+	toPayment := &stormLayer{url: paymentURL, client: r.client}
+	if r.setup == SetupNaive {
+		toPayment.attempts, toPayment.attemptTimeout, toPayment.pause = 3, r.s(1500*time.Millisecond), r.s(100*time.Millisecond)
+	} else if toPayment.client, err = r.stormwatchPaymentClient(); err != nil {
+		return "", err
+	}
+	return r.listen(r.order(toPayment))
+}
+
+// naivePayment is the naive payment service: 3 attempts at the bank, each bounded by 1s, 100ms
+// apart.
+func (r *stormRun) naivePayment(toBank *stormLayer) http.Handler {
+	toBank.attempts, toBank.attemptTimeout, toBank.pause = 3, r.s(time.Second), r.s(100*time.Millisecond)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// The naive payment service keeps retrying the bank after its caller gave up (its
+		// threads are not interrupted): the run's context, not the request's.
+		if err := toBank.naiveCall(r.runCtx, req.Header.Get(requestIDHeader)); err != nil {
+			http.Error(w, "bank failed", http.StatusBadGateway)
+			return
+		}
+		_, _ = io.WriteString(w, "paid\n")
+	})
+}
+
+// stormwatchPayment is the stormwatch payment service. payment → bank: no retry (one retry
+// layer only, at the top), a breaker, a bulkhead and a per-attempt timeout, through an httpx
+// transport; its own refusals tell the caller not to retry.
+func (r *stormRun) stormwatchPayment(toBank *stormLayer) (http.Handler, error) {
+	bankTr, err := httpx.NewTransport(r.transport, httpx.WithRegistry(r.reg), httpx.WithKey(constKey("bank-channel")),
+		httpx.WithPipeline(instrument.PipelineConfig{
+			Breaker: &breaker.Config{
+				Window: breaker.CountBased, WindowSize: 10, MinCalls: 5, SlowCallDuration: r.s(800 * time.Millisecond),
+				OpenDuration: r.s(5 * time.Second),
+			},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 8, MaxWait: r.s(200 * time.Millisecond)},
+			Timeout:  &timeout.Config{Timeout: r.s(time.Second)},
+		}))
+	if err != nil {
+		return nil, err
+	}
+	toBank.client = &http.Client{Transport: bankTr}
+	payment := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if _, err := toBank.send(req.Context(), req.Header.Get(requestIDHeader)); err != nil {
+			// Our own refusals (breaker open, bulkhead full) tell the caller not to retry
+			// (the do-not-retry signal): retrying them at once only adds load.
+			if errors.Is(err, breaker.ErrOpen) || errors.Is(err, bulkhead.ErrFull) {
+				w.Header().Set(httpx.RetryDisabledHeader, "true")
+			}
+			http.Error(w, "bank unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "paid\n")
+	})
+	return httpx.Middleware(payment), nil // the do-not-retry signal, server side
+}
+
+// stormwatchPaymentClient is order → payment in the stormwatch setup: the one retry layer (2
+// attempts, 10% budget, 4s deadline), a breaker, a bulkhead, a per-attempt timeout and the
+// fallback "payment pending", through an httpx transport.
+func (r *stormRun) stormwatchPaymentClient() (*http.Client, error) {
+	rc := retry.Config{}
+	rc.MaxAttempts = 2
+	rc.Backoff = retry.Backoff{Strategy: retry.Randomized, Base: r.s(500 * time.Millisecond), Multiplier: 2, Factor: 0.5, Cap: r.s(2 * time.Second)}
+	rc.Budget.DecayWindow = r.s(retryDefaults.Budget.DecayWindow)
+	rc.Idempotent = true
+	payTr, err := httpx.NewTransport(r.transport, httpx.WithRegistry(r.reg), httpx.WithKey(constKey("payment-service")),
+		httpx.WithPipeline(instrument.PipelineConfig{
+			Retry: &rc,
+			Breaker: &breaker.Config{
+				Window: breaker.CountBased, WindowSize: 20, MinCalls: 10, OpenDuration: r.s(5 * time.Second),
+			},
+			Bulkhead: &bulkhead.Config{MaxConcurrent: 30, MaxWait: r.s(200 * time.Millisecond)},
+			Timeout:  &timeout.Config{Timeout: r.s(2 * time.Second)},
+			Fallback: &fallback.Config{On: fallbackCauses},
+		}),
+		httpx.WithFallback(paymentPending))
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: payTr, Timeout: r.s(4 * time.Second)}, nil // the call's deadline
+}
+
+// paymentPending is the order service's fallback for the payment service.
+func paymentPending(req *http.Request, _ catalog.Cause, _ error) (*http.Response, error) {
+	const pending = "payment pending (check later)\n"
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
+		Body: io.NopCloser(strings.NewReader(pending)), ContentLength: int64(len(pending))}, nil
+}
+
+// order is the order service: it calls the payment service through toPayment (naive: its
+// retry loop; stormwatch: its pipeline, whose fallback answers "payment pending").
+func (r *stormRun) order(toPayment *stormLayer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id := req.Header.Get(requestIDHeader)
+		if r.setup == SetupNaive {
+			if err := toPayment.naiveCall(req.Context(), id); err != nil {
 				http.Error(w, "payment failed", http.StatusBadGateway)
 				return
 			}
 			_, _ = io.WriteString(w, "ordered\n")
 			return
 		}
-		degraded, err := toPayment.send(r.Context(), id)
+		degraded, err := toPayment.send(req.Context(), id)
 		if err != nil {
 			http.Error(w, "payment failed", http.StatusBadGateway)
 			return
@@ -412,91 +485,94 @@ func runStorm(ctx context.Context, setup string, reg *instrument.Registry, cfg S
 		}
 		_, _ = io.WriteString(w, "ordered\n")
 	})
-	orderURL, err := listen(order)
-	if err != nil {
-		return StormResult{}, false, err
-	}
+}
 
-	// The users: an open loop of requests at the wall rate, each bounded in time.
-	type outcome struct {
-		at            time.Duration // demo time since start
-		real, degrade bool
-	}
-	outcomes := make([]outcome, n)
-	var issued atomic.Int64
+// drive runs the users: an open loop of requests at the wall rate, each bounded in time, and
+// turns the bank slow and healthy again on schedule. It returns when every request is over.
+func (r *stormRun) drive(orderURL string) {
 	start := time.Now()
-	faultAt, recoverAt := start.Add(s(cfg.Warmup)), start.Add(s(cfg.Warmup+cfg.Fault))
-	userTimeout := s(10 * time.Second)
-	var wg sync.WaitGroup
-	interval := time.Duration(float64(time.Second) / wallRate)
+	faultAt, recoverAt := start.Add(r.s(r.cfg.Warmup)), start.Add(r.s(r.cfg.Warmup+r.cfg.Fault))
+	interval := time.Duration(float64(time.Second) / r.wallRate)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	phase := 0
-	firstFault, firstAfter := -1, -1
-loop:
-	for i := 0; i < n; i++ {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := 0; i < r.n; i++ {
 		// Request i is due at start + i·interval: a late wake-up sends the missed ones at once,
 		// so the number of user requests per phase does not depend on the machine's load.
 		timer.Reset(time.Until(start.Add(time.Duration(i) * interval)))
 		select {
-		case <-runCtx.Done():
-			break loop
+		case <-r.runCtx.Done():
+			return
 		case <-timer.C:
 		}
 		now := start.Add(time.Duration(i) * interval)
-		if phase == 0 && !now.Before(faultAt) {
-			phase, firstFault = 1, i
-			bk.service.Store(int64(s(cfg.FaultService)))
+		r.schedule(i, now, faultAt, recoverAt)
+		if now.Sub(start) >= r.s(r.total()) {
+			return
 		}
-		if phase == 1 && !now.Before(recoverAt) {
-			phase, firstAfter = 2, i
-			bk.service.Store(int64(s(cfg.BankService)))
-		}
-		if now.Sub(start) >= s(total) {
-			break loop
-		}
-		issued.Add(1)
+		r.issued++
 		wg.Add(1)
 		go func(i int, at time.Duration) {
 			defer wg.Done()
-			outcomes[i].at = at
-			rctx, cancel := context.WithTimeout(runCtx, userTimeout)
-			defer cancel()
-			req, err := http.NewRequestWithContext(rctx, http.MethodGet, orderURL, nil)
-			if err != nil {
-				return
-			}
-			req.Header.Set(requestIDHeader, strconv.Itoa(i))
-			resp, err := client.Do(req)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				outcomes[i].degrade = resp.Header.Get(degradedHeader) != ""
-				outcomes[i].real = !outcomes[i].degrade
-			}
-		}(i, time.Duration(float64(now.Sub(start))*speed))
+			r.user(i, at, orderURL)
+		}(i, time.Duration(float64(now.Sub(start))*r.speed))
 	}
-	wg.Wait()
-	// Let the naive payment service's orphaned retries reach the bank before counting.
-	if setup == SetupNaive {
-		t := time.NewTimer(s(3*time.Second + 300*time.Millisecond))
-		select {
-		case <-runCtx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	if ctx.Err() != nil || firstFault < 0 || firstAfter < 0 {
-		return StormResult{Setup: setup}, false, nil // stopped before the replay was over
-	}
+}
 
-	res = StormResult{Setup: setup, Observed: cfg.Observe}
-	m := int(issued.Load())
-	for i := 0; i < m; i++ {
-		o := outcomes[i]
+// schedule turns the bank slow at faultAt and healthy again at recoverAt, noting the first
+// user request i (due at now) of each phase.
+func (r *stormRun) schedule(i int, now, faultAt, recoverAt time.Time) {
+	if r.firstFault < 0 && !now.Before(faultAt) {
+		r.firstFault = i
+		r.bank.service.Store(int64(r.s(r.cfg.FaultService)))
+	}
+	if r.firstFault >= 0 && r.firstAfter < 0 && !now.Before(recoverAt) {
+		r.firstAfter = i
+		r.bank.service.Store(int64(r.s(r.cfg.BankService)))
+	}
+}
+
+// user sends user request i, sent at demo time at, and records what it got.
+func (r *stormRun) user(i int, at time.Duration, orderURL string) {
+	r.outcomes[i].at = at
+	rctx, cancel := context.WithTimeout(r.runCtx, r.s(10*time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, orderURL, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(requestIDHeader, strconv.Itoa(i))
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		r.outcomes[i].degrade = resp.Header.Get(degradedHeader) != ""
+		r.outcomes[i].real = !r.outcomes[i].degrade
+	}
+}
+
+// settle lets the naive payment service's orphaned retries reach the bank before counting.
+func (r *stormRun) settle() {
+	if r.setup != SetupNaive {
+		return
+	}
+	t := time.NewTimer(r.s(3*time.Second + 300*time.Millisecond))
+	select {
+	case <-r.runCtx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+}
+
+// result counts the answers, the amplification at the bank during the fault and the time to
+// recover.
+func (r *stormRun) result() StormResult {
+	res := StormResult{Setup: r.setup, Observed: r.cfg.Observe, Users: r.issued}
+	for _, o := range r.outcomes[:r.issued] {
 		switch {
 		case o.real:
 			res.Real++
@@ -506,38 +582,42 @@ loop:
 			res.Failed++
 		}
 	}
-	res.Users = m
-	for i := firstFault; i < firstAfter; i++ {
+	for i := r.firstFault; i < r.firstAfter; i++ {
 		res.FaultRequests++
-		res.BankRequests += uint64(bk.perUser[i].Load())
+		res.BankRequests += uint64(r.bank.perUser[i].Load())
 	}
 	if res.FaultRequests > 0 {
 		res.Amplification = float64(res.BankRequests) / float64(res.FaultRequests)
 	}
-	// Recovery: one-second buckets (demo time) of the requests sent after the fault.
-	buckets := int(cfg.Observe / time.Second)
+	res.TimeToRecover, res.Recovered = r.recovery()
+	return res
+}
+
+// recovery finds the first second (demo time, after the fault) from which on every second's
+// requests got a real answer in RecoveryRatio of cases. The last second alone is not a
+// recovery: it takes two good seconds.
+func (r *stormRun) recovery() (time.Duration, bool) {
+	buckets := int(r.cfg.Observe / time.Second)
 	okN, allN := make([]int, buckets), make([]int, buckets)
-	for i := firstAfter; i < m; i++ {
-		b := int((outcomes[i].at - cfg.Warmup - cfg.Fault) / time.Second)
+	for i := r.firstAfter; i < r.issued; i++ {
+		b := int((r.outcomes[i].at - r.cfg.Warmup - r.cfg.Fault) / time.Second)
 		if b < 0 || b >= buckets {
 			continue
 		}
 		allN[b]++
-		if outcomes[i].real {
+		if r.outcomes[i].real {
 			okN[b]++
 		}
 	}
 	recovered := -1
 	for b := buckets - 1; b >= 0; b-- {
-		if allN[b] == 0 || float64(okN[b]) < cfg.RecoveryRatio*float64(allN[b]) {
+		if allN[b] == 0 || float64(okN[b]) < r.cfg.RecoveryRatio*float64(allN[b]) {
 			break
 		}
 		recovered = b
 	}
-	// The last bucket alone is not a recovery: require two good seconds.
 	if recovered >= 0 && recovered < buckets-1 {
-		res.Recovered = true
-		res.TimeToRecover = time.Duration(recovered) * time.Second
+		return time.Duration(recovered) * time.Second, true
 	}
-	return res, true, nil
+	return 0, false
 }

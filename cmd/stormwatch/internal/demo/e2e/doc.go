@@ -15,4 +15,7 @@
 //     data during the outage;
 //   - `stormwatch demo --prometheus`: with the demo profile the outage fires the same three
 //     alerts within 3 minutes of the start, and Ctrl-C stops everything with exit 0.
+//
+// The other end-to-end tests live under the repository's e2e/ (its package doc lists where each
+// is and why); these stay here because they import this command's internal demo package.
 package e2e

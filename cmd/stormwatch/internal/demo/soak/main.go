@@ -62,35 +62,10 @@ const (
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	bin := fs.String("stormwatch", "bin/stormwatch", "the stormwatch binary to soak")
-	dur := fs.Duration("duration", 10*time.Minute, "how long to run the demo")
-	every := fs.Duration("every", 5*time.Second, "sampling period")
-	outage := fs.Duration("outage", 0, "how long the outage lasts from 15s on (0: until the end of the run)")
-	rps := fs.Float64("rps", 20, "the demo's calls per second to each dependency")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	o, code, ok := parseFlags(args, stderr)
+	if !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "soak: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *every <= 0 || *dur/3 < MinPerWindow**every {
-		fmt.Fprintf(stderr, "soak: -duration %s, -every %s: each third of the run needs at least %d samples\n", *dur, *every, MinPerWindow)
-		return 2
-	}
-	if *outage < 0 {
-		fmt.Fprintf(stderr, "soak: -outage %s: must not be negative\n", *outage)
-		return 2
-	}
-	if *outage == 0 {
-		*outage = *dur // from 15s on, past the end of the run
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tmp, err := os.MkdirTemp("", "stormwatch-soak-")
@@ -100,54 +75,131 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(tmp)
 	logFile := filepath.Join(tmp, "retry.log")
-
-	demoArgs := []string{"demo", "--scenario", "outage", "--outage", outage.String(),
-		"--duration", (*dur + backstop).String(), "--listen", "127.0.0.1:0",
-		"--rps", fmt.Sprint(*rps), "--log-file", logFile}
-	cmd := exec.Command(*bin, demoArgs...)
-	out := newOutput()
-	var errOut capped
-	cmd.Stdout, cmd.Stderr = out, &errOut
-	if err := cmd.Start(); err != nil {
+	d, err := startDemo(o, logFile)
+	if err != nil {
 		fmt.Fprintf(stderr, "soak: starting the demo: %v (build it with `make bin/stormwatch`)\n", err)
 		return 1
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
+	o.printPlan(stdout, d)
 
-	ends := "the end of the run"
-	if outageStart+*outage < *dur {
-		ends = (outageStart + *outage).String()
-	}
-	fmt.Fprintf(stdout, "soak: %s %s (pid %d)\n", filepath.Base(*bin), strings.Join(demoArgs, " "), cmd.Process.Pid)
-	fmt.Fprintf(stdout, "soak: outage from 15s to %s; a %s run, a sample every %s; warm-up [0, %s), middle [%s, %s), last [%s, %s]\n",
-		ends, *dur, *every, *dur/3, *dur/3, 2**dur/3, 2**dur/3, *dur)
-
-	var problems []string
 	var samples []Sample
-	var url string
-	select {
-	case url = <-out.url:
-	case <-exited:
-		problems = append(problems, "the demo exited before serving /metrics")
-	case <-time.After(readyWithin):
-		problems = append(problems, fmt.Sprintf("the demo did not say where /metrics is within %s", readyWithin))
-	case <-ctx.Done():
-		problems = append(problems, "interrupted")
-	}
+	url, problems := waitURL(ctx, d)
 	if url != "" {
-		samples, problems = sample(ctx, url, cmd.Process.Pid, *dur, *every, exited, stdout)
+		samples, problems = sample(ctx, url, d.cmd.Process.Pid, o.dur, o.every, d.exited, stdout)
 	}
-	stopped := stopDemo(cmd, exited, &waitErr, out)
+	stopped := stopDemo(d.cmd, d.exited, &d.waitErr, d.out)
 	if len(stopped) == 0 {
 		fmt.Fprintln(stdout, "soak: SIGTERM stopped the demo: exit status 0, \"stopped cleanly\"")
 	}
 	problems = append(problems, stopped...)
+	d.printEnd(stdout, logFile)
+	v := Judge(samples, o.dur, Rule)
+	v.Problems = append(problems, v.Problems...)
+	fmt.Fprintf(stdout, "soak: growth rule (last third vs middle third, %d and %d samples):\n", count(samples, o.dur, Middle), count(samples, o.dur, Last))
+	v.Print(stdout)
+	if !v.Pass() {
+		return 1
+	}
+	return 0
+}
 
+// options are the soak's flags.
+type options struct {
+	bin                string
+	dur, every, outage time.Duration
+	rps                float64
+}
+
+// parseFlags parses and checks the flags. When ok is false the soak ends with exit status code
+// (0 for -help, 2 for bad flags, which it has reported on stderr).
+func parseFlags(args []string, stderr io.Writer) (o options, code int, ok bool) {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.bin, "stormwatch", "bin/stormwatch", "the stormwatch binary to soak")
+	fs.DurationVar(&o.dur, "duration", 10*time.Minute, "how long to run the demo")
+	fs.DurationVar(&o.every, "every", 5*time.Second, "sampling period")
+	fs.DurationVar(&o.outage, "outage", 0, "how long the outage lasts from 15s on (0: until the end of the run)")
+	fs.Float64Var(&o.rps, "rps", 20, "the demo's calls per second to each dependency")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, 0, false
+		}
+		return o, 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "soak: unexpected arguments %q\n", fs.Args())
+		return o, 2, false
+	}
+	if o.every <= 0 || o.dur/3 < MinPerWindow*o.every {
+		fmt.Fprintf(stderr, "soak: -duration %s, -every %s: each third of the run needs at least %d samples\n", o.dur, o.every, MinPerWindow)
+		return o, 2, false
+	}
+	if o.outage < 0 {
+		fmt.Fprintf(stderr, "soak: -outage %s: must not be negative\n", o.outage)
+		return o, 2, false
+	}
+	if o.outage == 0 {
+		o.outage = o.dur // from 15s on, past the end of the run
+	}
+	return o, 0, true
+}
+
+// printPlan prints the demo's command line and the run's schedule.
+func (o options) printPlan(stdout io.Writer, d *demoProc) {
+	ends := "the end of the run"
+	if outageStart+o.outage < o.dur {
+		ends = (outageStart + o.outage).String()
+	}
+	fmt.Fprintf(stdout, "soak: %s %s (pid %d)\n", filepath.Base(o.bin), strings.Join(d.args, " "), d.cmd.Process.Pid)
+	fmt.Fprintf(stdout, "soak: outage from 15s to %s; a %s run, a sample every %s; warm-up [0, %s), middle [%s, %s), last [%s, %s]\n",
+		ends, o.dur, o.every, o.dur/3, o.dur/3, 2*o.dur/3, 2*o.dur/3, o.dur)
+}
+
+// demoProc is the running demo: its command, its output and its exit.
+type demoProc struct {
+	cmd     *exec.Cmd
+	args    []string
+	out     *output
+	errOut  capped
+	exited  chan struct{} // closed once the demo has exited; waitErr is then set
+	waitErr error
+}
+
+// startDemo starts `stormwatch demo --scenario outage` as o asks, its retry log in logFile.
+func startDemo(o options, logFile string) (*demoProc, error) {
+	d := &demoProc{out: newOutput(), exited: make(chan struct{})}
+	d.args = []string{"demo", "--scenario", "outage", "--outage", o.outage.String(),
+		"--duration", (o.dur + backstop).String(), "--listen", "127.0.0.1:0",
+		"--rps", fmt.Sprint(o.rps), "--log-file", logFile}
+	d.cmd = exec.Command(o.bin, d.args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, &d.errOut
+	if err := d.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { d.waitErr = d.cmd.Wait(); close(d.exited) }()
+	return d, nil
+}
+
+// waitURL waits for the demo's first line, which says where /metrics is. An empty URL comes
+// with the problem that prevented it.
+func waitURL(ctx context.Context, d *demoProc) (string, []string) {
+	select {
+	case url := <-d.out.url:
+		return url, nil
+	case <-d.exited:
+		return "", []string{"the demo exited before serving /metrics"}
+	case <-time.After(readyWithin):
+		return "", []string{fmt.Sprintf("the demo did not say where /metrics is within %s", readyWithin)}
+	case <-ctx.Done():
+		return "", []string{"interrupted"}
+	}
+}
+
+// printEnd prints the demo's last status, the retry log's size and the demo's stderr.
+func (d *demoProc) printEnd(stdout io.Writer, logFile string) {
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "soak: the demo's last status:")
-	for _, l := range out.last() {
+	for _, l := range d.out.last() {
 		fmt.Fprintf(stdout, "  %s\n", l)
 	}
 	if fi, err := os.Stat(logFile); err == nil {
@@ -157,17 +209,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "soak: retry log: %d records, %.1f MiB\n", n, float64(fi.Size())/mib)
 	}
-	if s := strings.TrimSpace(errOut.String()); s != "" {
+	if s := strings.TrimSpace(d.errOut.String()); s != "" {
 		fmt.Fprintf(stdout, "soak: the demo's stderr:\n%s\n", s)
 	}
-	v := Judge(samples, *dur, Rule)
-	v.Problems = append(problems, v.Problems...)
-	fmt.Fprintf(stdout, "soak: growth rule (last third vs middle third, %d and %d samples):\n", count(samples, *dur, Middle), count(samples, *dur, Last))
-	v.Print(stdout)
-	if !v.Pass() {
-		return 1
-	}
-	return 0
 }
 
 // sample measures the demo every period until dur has passed, printing a row per sample. It

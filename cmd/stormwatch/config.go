@@ -323,6 +323,42 @@ func (c *config) duration(dst **time.Duration) decoder {
 	}
 }
 
+// windowDuration decodes a duration that must not be 0 (the key is left out for the default);
+// its range is checked by the rules.
+func (c *config) windowDuration(dst *time.Duration, lo, hi, def time.Duration) decoder {
+	return func(n *yaml.Node, p string) error {
+		var d *time.Duration
+		if err := c.duration(&d)(n, p); err != nil {
+			return err
+		}
+		if *d == 0 {
+			return c.errAt(n, p, model.Duration(0), "out of range [%s, %s] (leave the key out for the default %s)",
+				rules.FormatDuration(lo), rules.FormatDuration(hi), rules.FormatDuration(def))
+		}
+		*dst = *d
+		return nil
+	}
+}
+
+// decodeGroupBy decodes group_by: a list of at most rules.MaxGroupBy label names.
+func (c *config) decodeGroupBy(n *yaml.Node, p string, dst *[]string) error {
+	if n.Kind != yaml.SequenceNode {
+		return c.errAt(n, p, nodeValue(n), "want a list of label names such as [job, name], got %s", kindName(n))
+	}
+	if len(n.Content) > rules.MaxGroupBy {
+		return c.errAt(n, p, nil, "%d labels, at most %d allowed", len(n.Content), rules.MaxGroupBy)
+	}
+	*dst = []string{}
+	for i, item := range n.Content {
+		var s string
+		if err := c.str(&s)(item, fmt.Sprintf("%s[%d]", p, i)); err != nil {
+			return err
+		}
+		*dst = append(*dst, s)
+	}
+	return nil
+}
+
 func (c *config) decodeRoot(n *yaml.Node) error {
 	var groupBy []string
 	var haveGroupBy bool
@@ -336,47 +372,11 @@ func (c *config) decodeRoot(n *yaml.Node) error {
 		"selector":         c.str(&c.rules.Selector),
 		"runbook_base_url": c.str(&c.rules.RunbookBaseURL),
 		"grafana_base_url": c.str(&c.rules.GrafanaBaseURL),
-		"rate_window": func(n *yaml.Node, p string) error {
-			var d *time.Duration
-			if err := c.duration(&d)(n, p); err != nil {
-				return err
-			}
-			if *d == 0 {
-				return c.errAt(n, p, model.Duration(0), "out of range [%s, %s] (leave the key out for the default %s)",
-					rules.FormatDuration(rules.MinRateWindow), rules.FormatDuration(rules.MaxRateWindow), rules.FormatDuration(rules.DefaultRateWindow))
-			}
-			c.rules.RateWindow = *d
-			return nil
-		},
-		"scrape_interval": func(n *yaml.Node, p string) error {
-			var d *time.Duration
-			if err := c.duration(&d)(n, p); err != nil {
-				return err
-			}
-			if *d == 0 {
-				return c.errAt(n, p, model.Duration(0), "out of range [%s, %s] (leave the key out for the default %s)",
-					rules.FormatDuration(rules.MinScrapeInterval), rules.FormatDuration(rules.MaxScrapeInterval), rules.FormatDuration(rules.DefaultScrapeInterval))
-			}
-			c.rules.ScrapeInterval = *d
-			return nil
-		},
+		"rate_window":      c.windowDuration(&c.rules.RateWindow, rules.MinRateWindow, rules.MaxRateWindow, rules.DefaultRateWindow),
+		"scrape_interval":  c.windowDuration(&c.rules.ScrapeInterval, rules.MinScrapeInterval, rules.MaxScrapeInterval, rules.DefaultScrapeInterval),
 		"group_by": func(n *yaml.Node, p string) error {
 			haveGroupBy = true
-			if n.Kind != yaml.SequenceNode {
-				return c.errAt(n, p, nodeValue(n), "want a list of label names such as [job, name], got %s", kindName(n))
-			}
-			if len(n.Content) > rules.MaxGroupBy {
-				return c.errAt(n, p, nil, "%d labels, at most %d allowed", len(n.Content), rules.MaxGroupBy)
-			}
-			groupBy = []string{}
-			for i, item := range n.Content {
-				var s string
-				if err := c.str(&s)(item, fmt.Sprintf("%s[%d]", p, i)); err != nil {
-					return err
-				}
-				groupBy = append(groupBy, s)
-			}
-			return nil
+			return c.decodeGroupBy(n, p, &groupBy)
 		},
 		"alerts": func(n *yaml.Node, p string) error {
 			return c.mapping(n, p, fields{"*": c.decodeAlert})

@@ -165,43 +165,57 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func generate(args []string, stdout io.Writer) error {
+// generateFlags are generate's command-line flags.
+type generateFlags struct {
+	cfgPath, outDir, format string
+	strict                  bool
+	stacks                  stackFlags
+}
+
+// newGenerateFlags declares generate's flags on a new flag set.
+func newGenerateFlags() (*flag.FlagSet, *generateFlags) {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	var cfgPath, outDir, format string
-	var strict bool
-	fs.StringVar(&cfgPath, "c", "", "config file (YAML); default: built-in defaults")
-	fs.StringVar(&cfgPath, "config", "", "same as -c")
-	fs.StringVar(&outDir, "o", ".", "output directory")
-	fs.StringVar(&outDir, "out", ".", "same as -o")
-	fs.StringVar(&format, "format", string(rules.FormatPrometheus), "rule file format: prometheus or operator (Kubernetes manifests under "+manifestsDir+"/: PrometheusRules and the dashboards as ConfigMaps)")
-	var sf stackFlags
-	sf.register(fs)
-	fs.BoolVar(&strict, "strict", false, "fail instead of warning when runbook_base_url or grafana_base_url is unset (the alerts then carry no runbook or dashboard link)")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator] [--target prometheus|mimir|thanos|victoriametrics]\n\ntargets:\n", quoteList(targetNames()))
-		fmt.Fprintf(w, "  %-11s every target below (default)\n", "all")
-		for _, t := range targets {
-			fmt.Fprintf(w, "  %-11s %s\n", t.name, t.summary)
-		}
-		fmt.Fprintln(w, "\nflags:")
-		fs.PrintDefaults()
-		fmt.Fprintln(w, "\nThe files are written all at once or not at all. generate owns only the paths it writes:")
-		fmt.Fprintln(w, "other files under the output directory are left alone, including ones an earlier run wrote")
-		fmt.Fprintln(w, "that this one does not (a disabled alert's runbook); remove the directory first for an exact tree.")
+	f := &generateFlags{}
+	fs.StringVar(&f.cfgPath, "c", "", "config file (YAML); default: built-in defaults")
+	fs.StringVar(&f.cfgPath, "config", "", "same as -c")
+	fs.StringVar(&f.outDir, "o", ".", "output directory")
+	fs.StringVar(&f.outDir, "out", ".", "same as -o")
+	fs.StringVar(&f.format, "format", string(rules.FormatPrometheus), "rule file format: prometheus or operator (Kubernetes manifests under "+manifestsDir+"/: PrometheusRules and the dashboards as ConfigMaps)")
+	f.stacks.register(fs)
+	fs.BoolVar(&f.strict, "strict", false, "fail instead of warning when runbook_base_url or grafana_base_url is unset (the alerts then carry no runbook or dashboard link)")
+	fs.Usage = func() { generateUsage(fs) }
+	return fs, f
+}
+
+func generateUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, "usage: stormwatch generate [%s] [-c stormwatch.yaml] [-o dir] [--format prometheus|operator] [--target prometheus|mimir|thanos|victoriametrics]\n\ntargets:\n", quoteList(targetNames()))
+	fmt.Fprintf(w, "  %-11s every target below (default)\n", "all")
+	for _, t := range targets {
+		fmt.Fprintf(w, "  %-11s %s\n", t.name, t.summary)
 	}
-	// Flags may come before or after the target.
+	fmt.Fprintln(w, "\nflags:")
+	fs.PrintDefaults()
+	fmt.Fprintln(w, "\nThe files are written all at once or not at all. generate owns only the paths it writes:")
+	fmt.Fprintln(w, "other files under the output directory are left alone, including ones an earlier run wrote")
+	fmt.Fprintln(w, "that this one does not (a disabled alert's runbook); remove the directory first for an exact tree.")
+}
+
+// parseGenerate parses generate's arguments — flags may come before or after the target — and
+// returns the chosen targets.
+func parseGenerate(args []string, stdout io.Writer) (*generateFlags, []target, error) {
+	fs, f := newGenerateFlags()
 	if err := parseFlags(fs, args, stdout); err != nil {
-		return err
+		return nil, nil, err
 	}
 	which := "all"
 	if rest := fs.Args(); len(rest) > 0 {
 		which = rest[0]
 		if err := parseFlags(fs, rest[1:], stdout); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if fs.NArg() > 0 {
-			return usageErr("arguments", fs.Args(), "unexpected after the target %q (one target at most)", which)
+			return nil, nil, usageErr("arguments", fs.Args(), "unexpected after the target %q (one target at most)", which)
 		}
 	}
 	var chosen []target
@@ -211,58 +225,76 @@ func generate(args []string, stdout io.Writer) error {
 		}
 	}
 	if len(chosen) == 0 {
-		return usageErr("target", which, "unknown target (want one of %s)", strings.Join(targetNames(), ", "))
+		return nil, nil, usageErr("target", which, "unknown target (want one of %s)", strings.Join(targetNames(), ", "))
 	}
-	switch rules.Format(format) {
+	switch rules.Format(f.format) {
 	case rules.FormatPrometheus, rules.FormatOperator:
 	default:
-		return usageErr("--format", format, "want prometheus or operator")
+		return nil, nil, usageErr("--format", f.format, "want prometheus or operator")
 	}
-	if outDir == "" {
-		return usageErr("-o", outDir, "empty output directory")
+	if f.outDir == "" {
+		return nil, nil, usageErr("-o", f.outDir, "empty output directory")
 	}
+	return f, chosen, nil
+}
 
-	c, err := loadConfig(cfgPath)
+func generate(args []string, stdout io.Writer) error {
+	f, chosen, err := parseGenerate(args, stdout)
 	if err != nil {
 		return err
 	}
-	c.rules.Format = rules.Format(format)
-	if err := sf.apply(c); err != nil {
+	c, err := loadConfig(f.cfgPath)
+	if err != nil {
 		return err
 	}
+	c.rules.Format = rules.Format(f.format)
+	if err := f.stacks.apply(c); err != nil {
+		return err
+	}
+	files, runbooks, err := render(c, chosen)
+	if err != nil {
+		return err
+	}
+	warnings := linkWarnings(c, chosen)
+	if f.strict && len(warnings) > 0 {
+		return usageErr(warnings[0].field, "", "unset (--strict): %s", warnings[0].text)
+	}
+	if err := writeAll(f.outDir, files); err != nil {
+		return err
+	}
+	reportWritten(stdout, f.outDir, len(files), runbooks, warnings)
+	return nil
+}
 
-	var files []outFile
-	var runbooks bool
+// render generates the chosen targets' files; runbooks says whether they include the runbooks.
+func render(c *config, chosen []target) (files []outFile, runbooks bool, err error) {
 	for _, t := range chosen {
 		fs, err := t.gen(c)
 		if err != nil {
 			if err := c.locate(err); exitCode(err) == exitUsage {
-				return err
+				return nil, false, err
 			}
-			return fmt.Errorf("%s: %w", t.name, err)
+			return nil, false, fmt.Errorf("%s: %w", t.name, err)
 		}
 		files = append(files, fs...)
 		runbooks = runbooks || t.name == "runbooks"
 	}
-	warnings := linkWarnings(c, chosen)
-	if strict && len(warnings) > 0 {
-		return usageErr(warnings[0].field, "", "unset (--strict): %s", warnings[0].text)
-	}
-	if err := writeAll(outDir, files); err != nil {
-		return err
-	}
+	return files, runbooks, nil
+}
+
+// reportWritten says what generate wrote, where the runbooks went and which links are missing.
+func reportWritten(stdout io.Writer, outDir string, n int, runbooks bool, warnings []linkWarning) {
 	noun := "files"
-	if len(files) == 1 {
+	if n == 1 {
 		noun = "file"
 	}
-	fmt.Fprintf(stdout, "stormwatch: wrote %d %s under %s\n", len(files), noun, outDir)
+	fmt.Fprintf(stdout, "stormwatch: wrote %d %s under %s\n", n, noun, outDir)
 	if runbooks {
 		fmt.Fprintf(stdout, "stormwatch: runbooks in %s (one README.md per alert)\n", filepath.Join(outDir, rules.RunbookDir)+string(filepath.Separator))
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stdout, "stormwatch: warning: %s is not set: %s\n", w.field, w.text)
 	}
-	return nil
 }
 
 // linkWarning says that a base URL is unset, so the generated alerts lack a link.

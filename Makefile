@@ -37,18 +37,18 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags e2e ./e2e/... ./cmd/stormwatch/internal/demo/e2e/
-	$(GO) vet -tags promtoolmatrix ./rules/
+	$(GO) vet -tags promtoolmatrix ./rules/ ./cmd/stormwatch/
 
 ## unit: the unit tests, with the race detector. They run on injected clocks and scripted
 ## fakes: wall-clock scenarios are in `make e2e`.
 unit:
-	$(GO) test -race $(TESTCOUNT) $(PKGS)
+	$(GO) test -race $(TESTCOUNT) -timeout 20m $(PKGS)
 
 ## rules-matrix: promtool check and test the generated rules of a matrix of configurations
 ## (thresholds at both ends, short and long windows and fors, namespace, disabled alerts); the
 ## unit suite checks the defaults and a group_by + selector configuration.
 rules-matrix: tools-promtool
-	$(GO) test -tags promtoolmatrix $(TESTCOUNT) -timeout 30m -run TestPromtoolAcceptsTheConfigMatrix ./rules/
+	$(GO) test -tags promtoolmatrix $(TESTCOUNT) -timeout 30m -run 'TestPromtoolAcceptsTheConfigMatrix|TestHostileConfigsPassPromtool' ./rules/ ./cmd/stormwatch/
 
 ## generate: refresh the checked-in output: the defaults (rules, tests, runbooks, dashboards) in
 ## examples/generated, and in examples/generated-slo what the SLO example config adds to them

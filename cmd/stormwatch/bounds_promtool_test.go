@@ -1,3 +1,8 @@
+//go:build promtoolmatrix
+
+// This file runs promtool for minutes: `make rules-matrix` (build tag promtoolmatrix, part of
+// `make test`) runs it, the unit suite does not.
+
 package main
 
 import (

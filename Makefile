@@ -175,8 +175,8 @@ soak: $(BIN)/stormwatch
 	$(GO) run ./cmd/stormwatch/internal/demo/soak -stormwatch $(BIN)/stormwatch -duration $(SOAK_DURATION) -every $(SOAK_EVERY)
 
 ## stacks (docs/stacks.md): the other engines and linters the generated rules meet.
-## tools-victoriametrics: bin/vmalert and bin/victoria-metrics from Debian's victoria-metrics
-## package (extracted, no service; about 10 s cold, cached per user).
+## tools-victoriametrics: bin/vmalert and bin/victoria-metrics 1.151, built with go install
+## (cached per user).
 .PHONY: tools-victoriametrics vmalert-check pint-check
 tools-victoriametrics:
 	@scripts/install-tools.sh victoriametrics

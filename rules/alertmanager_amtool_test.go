@@ -142,7 +142,6 @@ func alertRouteCases(t *testing.T, cfg Config) []routeCase {
 		cases = append(cases, routeCase{labels, want})
 	}
 	return append(cases,
-		routeCase{[]string{"alertname=" + alertOutage, "severity=critical", "job=checkout", "name=payments"}, ReceiverPage},
 		routeCase{[]string{"alertname=DatabaseDown", "severity=critical", "team=db"}, "db-team"},
 		routeCase{[]string{"alertname=DiskFull", "severity=critical"}, "team-default"},
 	)

@@ -45,7 +45,7 @@ var limitSpecs = []alertSpec{
 		threshold: 1, bounds: bounds{min: 1, max: 10},
 		thresholdDoc: "multiple of the limiter's configured minimum at or below which its limit counts as pinned",
 		forDur:       10 * time.Minute,
-		summary:      "Adaptive limiter is pinned at its minimum.",
+		summary:      "Adaptive limiter %s is pinned at its minimum.",
 		value:        valueCount,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
@@ -62,7 +62,7 @@ var limitSpecs = []alertSpec{
 		threshold: 0.9, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
 		thresholdDoc: "share (0..1) of the limit in use on average over the {window} window, on the busiest instance",
 		forDur:       10 * time.Minute,
-		summary:      "Adaptive limiter is running at its limit.",
+		summary:      "Adaptive limiter %s is running at its limit.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return fmt.Sprintf("max by (%s) (\n  avg_over_time(%s)\n/\n  (%s > 0)\n) > %s", r.by(false),
@@ -78,7 +78,7 @@ var limitSpecs = []alertSpec{
 		threshold: 0.05, bounds: bounds{min: 0, max: 1, minOpen: true, maxOpen: true},
 		thresholdDoc: fmt.Sprintf("share (0..1) of calls rejected by the adaptive limiter over the {window} window, with at least %s calls per second", num(LimiterRejectionFloor)),
 		forDur:       5 * time.Minute,
-		summary:      "Adaptive limiter is rejecting calls.",
+		summary:      "Adaptive limiter %s is rejecting calls.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			g := r.by(false)
@@ -96,7 +96,7 @@ var limitSpecs = []alertSpec{
 		threshold: 2, bounds: bounds{min: 1, max: 100, minOpen: true},
 		thresholdDoc: "ratio of the limiter's baseline latency to its lowest value in the last hour",
 		forDur:       15 * time.Minute,
-		summary:      "Adaptive limiter has a rising latency baseline.",
+		summary:      "Adaptive limiter %s has a rising latency baseline.",
 		value:        valueNumber,
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
@@ -114,7 +114,7 @@ var limitSpecs = []alertSpec{
 		threshold: 0, bounds: bounds{min: 0, max: 1, maxOpen: true},
 		thresholdDoc: "shedding probability (0..1) of the client-side throttle, on the busiest instance",
 		forDur:       5 * time.Minute,
-		summary:      "Client-side throttle is shedding requests.",
+		summary:      "Client-side throttle %s is shedding requests.",
 		value:        valuePercent,
 		expr: func(r *resolved, s settings) string {
 			return fmt.Sprintf("max by (%s) (%s) > %s", r.by(false), r.last(r.sel(r.name(catalog.ThrottleProbability))), num(s.threshold))

@@ -18,26 +18,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROM_VERSION=v0.316.0        # Go module version of Prometheus 3.16.0
 PROM_RELEASE=3.16.0
-# victoriametrics: the single-node server and vmalert from Debian's victoria-metrics package
-# (both binaries in one .deb, no build): extracted, not installed, so no service starts.
-# Measured cold (2 shared cores): 10 s for apt-get download (23 MB) + dpkg -x; then cached per user.
+# victoriametrics: the single-node server and vmalert 1.151, built from source with go install
+# (cached per user). Debian's victoria-metrics package is too old (1.79: its vmalert refuses
+# keep_firing_for). Measured: about 40 s for both with a warm module cache.
+VM_VERSION=v1.151.0
 if [ "${1:-}" = victoriametrics ]; then
   mkdir -p bin
-  if [ -x bin/vmalert ] && [ -x bin/victoria-metrics ]; then
-    echo "install-tools: bin/vmalert, bin/victoria-metrics (present)"; exit 0
-  fi
-  vmcache="${XDG_CACHE_HOME:-$HOME/.cache}/stormwatch-tools/victoria-metrics"
+  vmcache="${XDG_CACHE_HOME:-$HOME/.cache}/stormwatch-tools/victoria-metrics-$VM_VERSION"
   if [ ! -x "$vmcache/vmalert" ] || [ ! -x "$vmcache/victoria-metrics" ]; then
-    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-    (cd "$tmp" && { apt-get download victoria-metrics >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download victoria-metrics; }; }) \
-      || { echo "install-tools: apt-get download victoria-metrics failed (Debian's package ships vmalert and victoria-metrics)" >&2; exit 1; }
-    dpkg -x "$tmp"/victoria-metrics_*.deb "$tmp/x"
-    mkdir -p "$vmcache"
-    cp "$tmp/x/usr/bin/vmalert" "$tmp/x/usr/bin/victoria-metrics" "$vmcache/"
-    basename "$tmp"/victoria-metrics_*.deb > "$vmcache/VERSION"
+    scripts/progress.sh "building vmalert and victoria-metrics $VM_VERSION from source (first time only)" \
+      env GOBIN="$vmcache" go install \
+      "github.com/VictoriaMetrics/VictoriaMetrics/app/vmalert@$VM_VERSION" \
+      "github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@$VM_VERSION"
   fi
-  cp "$vmcache/vmalert" "$vmcache/victoria-metrics" bin/
-  echo "install-tools: bin/vmalert, bin/victoria-metrics ($(cat "$vmcache/VERSION"))"
+  if ! cmp -s "$vmcache/vmalert" bin/vmalert || ! cmp -s "$vmcache/victoria-metrics" bin/victoria-metrics; then
+    cp "$vmcache/vmalert" "$vmcache/victoria-metrics" bin/
+  fi
+  echo "install-tools: bin/vmalert, bin/victoria-metrics ($VM_VERSION)"
   exit 0
 fi
 case "${1:-all}" in

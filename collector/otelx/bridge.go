@@ -50,7 +50,7 @@ type Bridge struct {
 	bulkheads map[*bulkhead.Bulkhead]*bulkheadAttrs
 	timeouts  map[*timeout.Timeout]*timeoutAttrs
 	fallbacks map[*fallback.Fallback]*fallbackAttrs
-	overflow  [][]metric.ObserveOption // by index in catalog.Primitives
+	overflow  [][]metric.ObserveOption // by index in catalog.Primitives (the overflow and eviction counters)
 	limitMaps                          // limiters and throttles (limit.go)
 }
 

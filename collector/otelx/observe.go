@@ -23,7 +23,7 @@ type instruments struct {
 	bhMax, bhInflight, bhWaiting metric.Float64ObservableGauge
 	bhCalls                      metric.Int64ObservableCounter
 
-	timeoutCalls, fallbackCalls, overflow metric.Int64ObservableCounter
+	timeoutCalls, fallbackCalls, overflow, evicted metric.Int64ObservableCounter
 
 	lim limitInstruments // limit.go
 }
@@ -78,6 +78,7 @@ func (b *Bridge) Register(mp metric.MeterProvider) (metric.Registration, error) 
 	ins.timeoutCalls = counter(catalog.TimeoutCalls)
 	ins.fallbackCalls = counter(catalog.FallbackCalls)
 	ins.overflow = counter(catalog.RegistryOverflow)
+	ins.evicted = counter(catalog.RegistryEvicted)
 	ins.lim = newLimitInstruments(gauge, counter)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otelx: creating the instruments: %w", err)
@@ -100,6 +101,7 @@ func (b *Bridge) observe(o metric.Observer, ins *instruments) {
 	defer b.mu.Unlock()
 	for i, p := range catalog.Primitives {
 		o.ObserveInt64(ins.overflow, int64(b.reg.OverflowCount(p)), b.overflow[i]...)
+		o.ObserveInt64(ins.evicted, int64(b.reg.Evicted(p)), b.overflow[i]...)
 	}
 	b.observeLimits(o, &ins.lim)
 	for _, nb := range b.reg.Breakers() {

@@ -300,7 +300,7 @@
             "alert": "LimiterPinnedAtMinimum",
             "annotations": {
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has held its limit at {{ printf \"%.0f\" $value }}, its minimum, for 10m: the dependency is slow at any concurrency (an incident, or a lasting slowdown the limiter will not learn under full load), and most calls beyond the minimum are rejected.",
-              "summary": "Adaptive limiter is pinned at its minimum.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}))"
+              "summary": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) is pinned at its minimum."
             },
             "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_limit[45s]))\n\u003c= 1 * max by (job, name, instance) (last_over_time(resilience_limiter_min_limit[45s]))",
             "for": "10m",
@@ -312,7 +312,7 @@
             "alert": "LimiterSaturated",
             "annotations": {
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) had {{ $value | humanizePercentage }} of its limit in use on average over the last 5m on its busiest instance (threshold 90%), for 10m: demand meets what the dependency can take, and the next burst is rejected.",
-              "summary": "Adaptive limiter is running at its limit.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}))"
+              "summary": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) is running at its limit."
             },
             "expr": "max by (job, name) (\n  avg_over_time(resilience_limiter_inflight_calls[5m])\n/\n  (last_over_time(resilience_limiter_limit[45s]) \u003e 0)\n) \u003e 0.9",
             "for": "10m",
@@ -324,7 +324,7 @@
             "alert": "LimiterRejectionsHigh",
             "annotations": {
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 5%), for 5m: offered load exceeds what the dependency serves at its normal latency.",
-              "summary": "Adaptive limiter is rejecting calls.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}))"
+              "summary": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) is rejecting calls."
             },
             "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\"}[5m]))\n/\nsum by (job, name) (rate(resilience_limiter_calls_total[5m]))\n\u003e 0.05\nand\nsum by (job, name) (rate(resilience_limiter_calls_total[5m])) \u003e= 0.1",
             "for": "5m",
@@ -336,7 +336,7 @@
             "alert": "LimiterBaselineDrifting",
             "annotations": {
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) now takes {{ printf \"%.4g\" $value }} times its lowest baseline latency of the last 1h as normal (threshold 2), for 15m: the dependency became slower even under light load.",
-              "summary": "Adaptive limiter has a rising latency baseline.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}))"
+              "summary": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) has a rising latency baseline."
             },
             "expr": "max by (job, name, instance) (last_over_time(resilience_limiter_baseline_latency_seconds[45s]))\n/\nmax by (job, name, instance) (min_over_time(resilience_limiter_baseline_latency_seconds[1h]) \u003e 0)\n\u003e 2",
             "for": "15m",
@@ -348,7 +348,7 @@
             "alert": "ThrottleShedding",
             "annotations": {
               "description": "Client-side throttle \"{{ $labels.name }}\" (job={{ $labels.job }}) sheds {{ $value | humanizePercentage }} of new requests locally, for 5m: the dependency refuses more than half of what is sent.",
-              "summary": "Client-side throttle is shedding requests.%!(EXTRA string=\"{{ $labels.name }}\" (job={{ $labels.job }}))"
+              "summary": "Client-side throttle \"{{ $labels.name }}\" (job={{ $labels.job }}) is shedding requests."
             },
             "expr": "max by (job, name) (last_over_time(resilience_throttle_rejection_probability[45s])) \u003e 0",
             "for": "5m",

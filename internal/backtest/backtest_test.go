@@ -37,10 +37,19 @@ func retryRate(ts time.Time) float64 {
 	return 0.01
 }
 
-// retryRateHigh answers RetryRateHigh's expression read from the server (`<recorded> > X`)
-// from retryRate; every other expression is empty.
+// retryVolumeGuard is the rest of RetryRateHigh's expression after `<recorded> > X`: the
+// minimum volume of retries, which the synthetic checkout/payments always meets.
+const retryVolumeGuard = "\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 >= 10"
+
+// retryRateHigh answers RetryRateHigh's expression read from the server (`<recorded> > X`
+// and the volume guard) from retryRate; every other expression (RetryRateSpike's, which
+// starts alike, too) is empty.
 func retryRateHigh(expr string, ts time.Time) map[string]float64 {
-	th, ok := strings.CutPrefix(expr, retryRateRec+" > ")
+	rest, ok := strings.CutPrefix(expr, retryRateRec+" > ")
+	if !ok {
+		return nil
+	}
+	th, ok := strings.CutSuffix(rest, retryVolumeGuard)
 	if !ok {
 		return nil
 	}
@@ -83,7 +92,7 @@ func TestRunReplaysEveryAlertInChunks(t *testing.T) {
 		assert.Equal(t, 2, a.Pages)
 		assert.Equal(t, 48.0, a.PagesPerDay, "2 pages in an hour")
 		assert.Equal(t, 8*time.Minute, a.FiringTime)
-		assert.Equal(t, retryRateRec+" > 0.05", a.Expr, "read from the server: it holds the recorded series")
+		assert.Equal(t, retryRateRec+" > 0.05"+retryVolumeGuard, a.Expr, "read from the server: it holds the recorded series")
 	}
 	assert.Len(t, names, len(rules.AlertNames()), "every default alert")
 }
@@ -103,8 +112,13 @@ func TestRunInlinesMissingRecordingRules(t *testing.T) {
 			require.Len(t, a.Notes, 1)
 			assert.Contains(t, a.Notes[0], retryRateRec)
 		}
-		if a.Alert == rules.AlertFlapping {
-			assert.Contains(t, a.Expr, ")[15m:1m]", "a range over a recorded series becomes a subquery")
+		if a.Alert == rules.AlertRetryRateSpike {
+			// avg_over_time(job_name:resilience_retry_attempts:rate5m[1h] offset 15m)
+			assert.Contains(t, a.Expr, "avg_over_time(((sum by (job, name) (rate(resilience_retry_attempts_total[5m]))))[1h:1m] offset 15m)",
+				"a range over a recorded series becomes a subquery")
+			// job_name:resilience_retry_attempts:rate5m offset 1h
+			assert.Contains(t, a.Expr, "last_over_time(((sum by (job, name) (rate(resilience_retry_attempts_total[5m]))))[1m:1m] offset 1h)",
+				"an offset of an instant selector over a recorded series moves to a subquery")
 		}
 	}
 	for _, q := range f.queries {

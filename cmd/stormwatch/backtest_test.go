@@ -29,7 +29,9 @@ type promFake struct {
 	headers []http.Header
 }
 
-const retryRecorded = "job_name:resilience_retry_attempts_per_call:ratio_rate5m > 0.05"
+// retryRecorded is RetryRateHigh's expression read from the server: the recorded retry rate
+// over 0.05 and the recorded attempts over the minimum volume.
+const retryRecorded = "job_name:resilience_retry_attempts_per_call:ratio_rate5m > 0.05\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 >= 10"
 
 func (f *promFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()

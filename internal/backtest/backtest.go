@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -184,9 +185,19 @@ func (p *plan) alert(ctx context.Context, group string, r rules.Rule) (AlertResu
 	series := map[string]*Series{}
 	m := NewMachine(r.For, r.KeepFiringFor)
 	done := func(key string, e Episode) { p.record(series, key, e) }
-	err = p.scan(ctx, r.Alert, expr, p.begin(r.For+r.KeepFiringFor), func(ts time.Time, present map[string]bool) {
-		m.Step(ts, present, done)
-	}, func(m model.Metric) string { return Key(m, r.Alert, r.Labels) })
+	self, err := p.readsOwnALERTS(ctx, r.Alert, expr)
+	if err != nil {
+		return AlertResult{}, fmt.Errorf("%s: %w", r.Alert, err)
+	}
+	if self {
+		res.Notes = append(slices.DeleteFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "reads ALERTS") }),
+			"reads its own ALERTS, which the server does not hold in the range: replayed step by step, reading the replay's own firing alerts")
+		err = p.scanSelf(ctx, r, expr, p.begin(r.For+r.KeepFiringFor), m, done)
+	} else {
+		err = p.scan(ctx, r.Alert, expr, p.begin(r.For+r.KeepFiringFor), func(ts time.Time, present map[string]bool) {
+			m.Step(ts, present, done)
+		}, func(m model.Metric) string { return Key(m, r.Alert, r.Labels) })
+	}
 	if err != nil {
 		return AlertResult{}, fmt.Errorf("%s: %w", r.Alert, err)
 	}
@@ -276,4 +287,110 @@ func (p *plan) scan(ctx context.Context, name, expr string, begin time.Time, vis
 		}
 	}
 	return nil
+}
+
+// selfALERTS returns the selectors of expr that read alert's own firing ALERTS series (a
+// hysteresis: the alert holds while it is firing).
+func selfALERTS(expr, alert string) []selectorRef {
+	var out []selectorRef
+	for _, s := range findSelectors(expr, "ALERTS") {
+		if s.rangeDur == "" && s.offset == "" && strings.Contains(s.matchers, `alertname="`+alert+`"`) &&
+			strings.Contains(s.matchers, `alertstate="firing"`) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// readsOwnALERTS says whether expr reads alert's own ALERTS series and the server holds none
+// of it in the range (the rules did not run there): then the replay must provide them.
+func (p *plan) readsOwnALERTS(ctx context.Context, alert, expr string) (bool, error) {
+	if len(selfALERTS(expr, alert)) == 0 {
+		return false, nil
+	}
+	has, err := p.opts.Source.HasSeries(ctx, `ALERTS{alertname="`+alert+`"}`, p.opts.Start, p.opts.End)
+	return !has, err
+}
+
+// scanSelf replays an alert that reads its own firing ALERTS series one evaluation at a time:
+// at each step those selectors become the label sets the replay had firing after the previous
+// step, as the ALERTS series Prometheus wrote then.
+func (p *plan) scanSelf(ctx context.Context, r rules.Rule, expr string, begin time.Time, m *Machine, done func(string, Episode)) error {
+	step := p.opts.Interval
+	total := int(p.opts.End.Sub(begin)/step) + 1
+	chunk := p.opts.ChunkSteps
+	if chunk <= 0 {
+		chunk = DefaultChunkSteps
+	}
+	chunks := (total + chunk - 1) / chunk
+	labelsOf := map[string]model.Metric{}
+	for i := range total {
+		ts := begin.Add(time.Duration(i) * step)
+		var firing []string
+		for k := range labelsOf {
+			if m.Firing(k) {
+				firing = append(firing, k)
+			}
+		}
+		sort.Strings(firing)
+		e := expr
+		sels := selfALERTS(expr, r.Alert)
+		for j := len(sels) - 1; j >= 0; j-- {
+			e = e[:sels[j].start] + alertsVector(firing, labelsOf) + e[sels[j].end:]
+		}
+		res, err := p.opts.Source.QueryRange(ctx, e, Range{Start: ts, End: ts, Step: step})
+		if err != nil {
+			return err
+		}
+		present := map[string]bool{}
+		for _, ss := range res {
+			if len(ss.Values) == 0 {
+				continue
+			}
+			k := Key(ss.Metric, r.Alert, r.Labels)
+			present[k] = true
+			if labelsOf[k] == nil {
+				lm := model.Metric{}
+				for n, v := range ss.Metric {
+					if n != model.MetricNameLabel {
+						lm[n] = v
+					}
+				}
+				for n, v := range r.Labels {
+					lm[model.LabelName(n)] = model.LabelValue(v)
+				}
+				lm[model.AlertNameLabel] = model.LabelValue(r.Alert)
+				labelsOf[k] = lm
+			}
+		}
+		m.Step(ts, present, done)
+		if p.opts.Progress != nil && ((i+1)%chunk == 0 || i == total-1) {
+			p.opts.Progress(r.Alert, (i+chunk)/chunk, chunks)
+		}
+	}
+	return nil
+}
+
+// alertsVector is a PromQL vector of the firing ALERTS series of keys: one series per key
+// with its labels and alertstate="firing", or an empty vector.
+func alertsVector(keys []string, labelsOf map[string]model.Metric) string {
+	if len(keys) == 0 {
+		return "(vector(1) < 0)"
+	}
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		ls := labelsOf[k]
+		names := make([]string, 0, len(ls)+1)
+		for n := range ls {
+			names = append(names, string(n))
+		}
+		sort.Strings(names)
+		v := "vector(1)"
+		for _, n := range names {
+			v = fmt.Sprintf("label_replace(%s, %q, %s, \"\", \"\")", v, n, strconv.Quote(string(ls[model.LabelName(n)])))
+		}
+		v = fmt.Sprintf("label_replace(%s, \"alertstate\", \"firing\", \"\", \"\")", v)
+		parts = append(parts, v)
+	}
+	return "(" + strings.Join(parts, " or ") + ")"
 }

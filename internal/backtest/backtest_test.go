@@ -37,10 +37,19 @@ func retryRate(ts time.Time) float64 {
 	return 0.01
 }
 
-// retryRateHigh answers RetryRateHigh's expression read from the server (`<recorded> > X`)
-// from retryRate; every other expression is empty.
+// retryVolumeGuard is the rest of RetryRateHigh's expression after `<recorded> > X`: the
+// minimum volume of retries, which the synthetic checkout/payments always meets.
+const retryVolumeGuard = "\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 >= 10"
+
+// retryRateHigh answers RetryRateHigh's expression read from the server (`<recorded> > X`
+// and the volume guard) from retryRate; every other expression (RetryRateSpike's, which
+// starts alike, too) is empty.
 func retryRateHigh(expr string, ts time.Time) map[string]float64 {
-	th, ok := strings.CutPrefix(expr, retryRateRec+" > ")
+	rest, ok := strings.CutPrefix(expr, retryRateRec+" > ")
+	if !ok {
+		return nil
+	}
+	th, ok := strings.CutSuffix(rest, retryVolumeGuard)
 	if !ok {
 		return nil
 	}
@@ -83,7 +92,7 @@ func TestRunReplaysEveryAlertInChunks(t *testing.T) {
 		assert.Equal(t, 2, a.Pages)
 		assert.Equal(t, 48.0, a.PagesPerDay, "2 pages in an hour")
 		assert.Equal(t, 8*time.Minute, a.FiringTime)
-		assert.Equal(t, retryRateRec+" > 0.05", a.Expr, "read from the server: it holds the recorded series")
+		assert.Equal(t, retryRateRec+" > 0.05"+retryVolumeGuard, a.Expr, "read from the server: it holds the recorded series")
 	}
 	assert.Len(t, names, len(rules.AlertNames()), "every default alert")
 }
@@ -103,8 +112,13 @@ func TestRunInlinesMissingRecordingRules(t *testing.T) {
 			require.Len(t, a.Notes, 1)
 			assert.Contains(t, a.Notes[0], retryRateRec)
 		}
-		if a.Alert == rules.AlertFlapping {
-			assert.Contains(t, a.Expr, ")[15m:1m]", "a range over a recorded series becomes a subquery")
+		if a.Alert == rules.AlertRetryRateSpike {
+			// avg_over_time(job_name:resilience_retry_attempts:rate5m[1h] offset 15m)
+			assert.Contains(t, a.Expr, "avg_over_time(((sum by (job, name) (rate(resilience_retry_attempts_total[5m]))))[1h:1m] offset 15m)",
+				"a range over a recorded series becomes a subquery")
+			// job_name:resilience_retry_attempts:rate5m offset 1h
+			assert.Contains(t, a.Expr, "last_over_time(((sum by (job, name) (rate(resilience_retry_attempts_total[5m]))))[1m:1m] offset 1h)",
+				"an offset of an instant selector over a recorded series moves to a subquery")
 		}
 	}
 	for _, q := range f.queries {
@@ -234,4 +248,45 @@ func TestGrids(t *testing.T) {
 		ForGrid(5*time.Minute, time.Minute))
 	assert.Equal(t, []time.Duration{time.Minute, 90 * time.Second, 2 * time.Minute, 3 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute},
 		forGrid(rules.AlertRetryBudgetExhausted, 90*time.Second, time.Second), "denials in every minute: no for under a minute")
+}
+
+// CircuitBreakerFlapping holds while it is firing by reading its own ALERTS series. A server
+// without them (the rules never ran there) gets the replay's own firing alerts instead, one
+// evaluation at a time: 3 trips in 15m at minutes 10–14 fire it, one trip in the window
+// (minutes 15–29) holds it only because it is firing, and it resolves at 30.
+func TestRunReplaysOwnALERTS(t *testing.T) {
+	flapKey := `{alertname="CircuitBreakerFlapping", instance="10.0.0.1:9464", job="checkout", name="payments", severity="warning"}`
+	f := &fakeAPI{hasSeries: func(m string) bool { return !strings.HasPrefix(m, "ALERTS") },
+		series: func(expr string, ts time.Time) map[string]float64 {
+			if !strings.Contains(expr, "job_name_instance:resilience_circuitbreaker_trips:increase15m >= 3") {
+				return nil
+			}
+			if strings.Contains(expr, "ALERTS{") {
+				panic("the server holds no ALERTS: the replay must provide its own")
+			}
+			held := strings.Contains(expr, `label_replace(label_replace(label_replace(label_replace(label_replace(vector(1), "alertname", "CircuitBreakerFlapping", "", ""), "instance", "10.0.0.1:9464", "", ""), "job", "checkout", "", ""), "name", "payments", "", ""), "severity", "warning", "", ""), "alertstate", "firing", "", "")`)
+			m := int(ts.Sub(t0) / time.Minute)
+			if (m >= 10 && m < 15) || (held && m >= 15 && m < 30) {
+				return map[string]float64{`{"instance":"10.0.0.1:9464","job":"checkout","name":"payments"}`: 1}
+			}
+			return nil
+		}}
+	_, src := newFake(t, f, Auth{})
+	groups, err := rules.Groups(rules.Config{})
+	require.NoError(t, err)
+	rep, err := Run(context.Background(), groups, Options{Source: src, Start: t0, End: minute(60), Interval: time.Minute})
+	require.NoError(t, err)
+	found := false
+	for _, a := range rep.Alerts {
+		if a.Alert != rules.AlertFlapping {
+			continue
+		}
+		found = true
+		require.Len(t, a.Series, 1)
+		assert.Equal(t, flapKey, a.Series[0].Labels)
+		assert.Equal(t, []Episode{{Pending: minute(10), Fired: minute(10), Resolved: minute(30)}}, a.Series[0].Episodes,
+			"held by its own firing state until the trips leave the window")
+		assert.Equal(t, []string{"reads its own ALERTS, which the server does not hold in the range: replayed step by step, reading the replay's own firing alerts"}, a.Notes)
+	}
+	assert.True(t, found, rules.AlertFlapping)
 }

@@ -87,7 +87,8 @@ func references(expr string, exprs map[string]string) []string {
 // applies (the configured selector, injected everywhere) is dropped; others become set
 // operations on the label (`and on (l)`, `unless on (l)`), which needs their regular
 // expressions to be alternations of plain values. A range selector becomes a subquery at the
-// evaluation step.
+// evaluation step, and an instant selector with an offset the last point of a one-step
+// subquery at that offset.
 func (in inliner) rewrite(expr string) (string, error) {
 	for depth := 0; depth < 10; depth++ {
 		changed := false
@@ -118,6 +119,7 @@ type selectorRef struct {
 	start, end int
 	matchers   string // inside the braces
 	rangeDur   string // inside the brackets, "" for an instant selector
+	offset     string // the duration of an instant selector's offset modifier, if any
 }
 
 func isNameByte(c byte) bool {
@@ -156,11 +158,40 @@ func findSelectors(expr, name string) []selectorRef {
 				ref.rangeDur, j = expr[j+1:j+k], j+k+1
 			}
 		}
+		if ref.rangeDur == "" {
+			ref.offset, j = instantOffset(expr, j)
+		}
 		ref.end = j
 		out = append(out, ref)
 		i = j - 1
 	}
 	return out
+}
+
+// instantOffset reads the offset modifier of an instant selector ending at expr[j]: its
+// duration and where it ends, or "" and j when there is none. (A range selector keeps its
+// modifier after the subquery it becomes, where it is still valid.)
+func instantOffset(expr string, j int) (string, int) {
+	k := j
+	for k < len(expr) && (expr[k] == ' ' || expr[k] == '\t' || expr[k] == '\n') {
+		k++
+	}
+	rest, ok := strings.CutPrefix(expr[k:], "offset")
+	if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\n') {
+		return "", j
+	}
+	k += len("offset")
+	for k < len(expr) && (expr[k] == ' ' || expr[k] == '\t' || expr[k] == '\n') {
+		k++
+	}
+	e := k
+	for e < len(expr) && (isNameByte(expr[e]) || expr[e] == '-') {
+		e++
+	}
+	if e == k {
+		return "", j
+	}
+	return expr[k:e], e
 }
 
 // skipString returns the index of the quote closing the string literal opened at expr[i].
@@ -190,6 +221,12 @@ func (in inliner) replacement(name string, ref selectorRef) (string, error) {
 			return "", fmt.Errorf("inlining %s: a subquery over a recorded series is not supported", name)
 		}
 		return "(" + repl + ")[" + ref.rangeDur + ":" + rules.FormatDuration(in.step) + "]", nil
+	}
+	if ref.offset != "" {
+		// `(expr) offset d` is no PromQL: an offset needs a selector or a subquery. The last
+		// point of a one-step subquery so offset is the recorded sample the selector read.
+		step := rules.FormatDuration(in.step)
+		return "last_over_time((" + repl + ")[" + step + ":" + step + "] offset " + ref.offset + ")", nil
 	}
 	return "(" + repl + ")", nil
 }

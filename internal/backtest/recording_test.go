@@ -28,6 +28,11 @@ func TestInlineRewrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `max_over_time(((sum by (job) (increase(trips_total[15m]))))[15m:30s]) >= 3 and a:unused:rate5m`, got)
 
+	got, err = in.rewrite(`a:trips:inc15m offset 1h / avg_over_time(a:trips:inc15m[1h] offset 15m)`)
+	require.NoError(t, err)
+	assert.Equal(t, `last_over_time(((sum by (job) (increase(trips_total[15m]))))[30s:30s] offset 1h) / avg_over_time(((sum by (job) (increase(trips_total[15m]))))[1h:30s] offset 15m)`, got,
+		"an offset needs a selector or a subquery: an instant selector's becomes a one-step subquery's, a range selector's stays after its subquery")
+
 	got, err = in.rewrite(`a:calls:rate5m{kind=~"a|b", name!="z", job!~"p|q"}`)
 	require.NoError(t, err)
 	assert.Equal(t, `((sum by (job, name, kind) (rate(calls_total{job="x"}[5m]))) and on (kind) (label_replace(vector(1), "kind", "a", "", "") or label_replace(vector(1), "kind", "b", "", "")) unless on (name) (label_replace(vector(1), "name", "z", "", "")) unless on (job) (label_replace(vector(1), "job", "p", "", "") or label_replace(vector(1), "job", "q", "", "")))`, got)

@@ -171,11 +171,11 @@ func TestBacktestReplayMatchesPromtoolDefaults(t *testing.T) {
 	checkReplayMatchesPromtool(t, rules.Config{})
 }
 
-// The demo profile's short windows and fors, plus a keep_firing_for.
+// The demo profile's short windows and fors and its 1s scrapes, plus a keep_firing_for.
 func TestBacktestReplayMatchesPromtoolTuned(t *testing.T) {
 	d := func(s string) *time.Duration { v, _ := time.ParseDuration(s); return &v }
 	th := func(v float64) *float64 { return &v }
-	checkReplayMatchesPromtool(t, rules.Config{RateWindow: 30 * time.Second, Alerts: map[string]rules.AlertConfig{
+	checkReplayMatchesPromtool(t, rules.Config{RateWindow: 30 * time.Second, ScrapeInterval: time.Second, Alerts: map[string]rules.AlertConfig{
 		rules.AlertStuckOpen:            {Threshold: th(25), For: d("10s")},
 		rules.AlertRetryRateHigh:        {For: d("50s")},
 		rules.AlertRetryBudgetExhausted: {For: d("90s"), KeepFiringFor: d("2m")},

@@ -152,8 +152,8 @@ type Config struct {
 	// in a row (a gap of 2× the scrape interval, as a process restart leaves) do not restart a
 	// for, and a target that disappears leaves those alerts within about 2× the scrape
 	// interval. 0 means DefaultScrapeInterval (15s); it must be a whole number of seconds in
-	// [MinScrapeInterval, MaxScrapeInterval] and at most half the rate window (a rate needs
-	// two samples in its window; RateWindow should hold four or more).
+	// [MinScrapeInterval, MaxScrapeInterval] and at most a quarter of the rate window (the
+	// gauges are read over three scrape intervals, which the rate window must hold).
 	ScrapeInterval time.Duration
 }
 
@@ -344,8 +344,8 @@ func (r *resolved) resolveOwn(cfg Config) error {
 		return fieldErr("scrape_interval", model.Duration(cfg.ScrapeInterval), "out of range [%s, %s]", FormatDuration(MinScrapeInterval), FormatDuration(MaxScrapeInterval))
 	case s%time.Second != 0:
 		return fieldErr("scrape_interval", model.Duration(cfg.ScrapeInterval), "not a whole number of seconds")
-	case 2*s > r.rateWindow:
-		return fieldErr("scrape_interval", model.Duration(cfg.ScrapeInterval), "more than half the rate window %s: a rate needs two samples in its window", FormatDuration(r.rateWindow))
+	case 4*s > r.rateWindow:
+		return fieldErr("scrape_interval", model.Duration(r.scrape), "more than a quarter of the rate window %s: the window must hold four scrapes (the gauges are read over three, so that two missed scrapes are tolerated)", FormatDuration(r.rateWindow))
 	}
 	r.gaugeLookback = GaugeLookback(r.scrape)
 	r.runbookSet, r.grafanaSet = cfg.RunbookBaseURL != "", cfg.GrafanaBaseURL != ""

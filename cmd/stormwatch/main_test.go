@@ -264,7 +264,7 @@ func TestInvalidConfigExits2WithFileLine(t *testing.T) {
 		{"rate window zero", "rate_window: 0\n", `c\.yaml:1: rate_window = 0s: out of range \[30s, 1h\]`},
 		{"rate window not a duration", "rate_window: 5\n", `c\.yaml:1: rate_window = 5: want a duration such as 30s, 5m, 1h30m or 1d: a number needs a unit`},
 		{"scrape interval too long", "scrape_interval: 10m\n", `c\.yaml:1: scrape_interval = 10m: out of range \[1s, 5m\]`},
-		{"scrape interval over half the rate window", "rate_window: 1m\nscrape_interval: 45s\n", `c\.yaml:2: scrape_interval = 45s: more than half the rate window 1m`},
+		{"scrape interval over a quarter of the rate window", "rate_window: 1m\nscrape_interval: 45s\n", `c\.yaml:2: scrape_interval = 45s: more than a quarter of the rate window 1m`},
 		{"unparsable selector", "namespace: acme\nselector: 'job=\"checkout'\n", `c\.yaml:2: selector = .*unterminated quoted string`},
 		{"selector no test value satisfies", "selector: 'job!~\".*\"'\n", `c\.yaml:1: selector: cannot generate tests: no test value for label "job" satisfies the selector \{job!~".\*"\}`},
 		{"selector with bad regexp", "selector: 'job=~\"(\"'\n", `c\.yaml:1: selector = .*regular expression`},

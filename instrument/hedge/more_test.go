@@ -106,17 +106,21 @@ type grantAll struct{}
 
 func (grantAll) SpendToken() bool { return true }
 
+// TestAPanickingHedgeLosesAndTheCallGoesOn: the first attempt fails, so the call waits for its
+// hedge, which panics: the panic is the hedge's failure (lost), and the call returns the first
+// attempt's error instead of crashing.
 func TestAPanickingHedgeLosesAndTheCallGoesOn(t *testing.T) {
 	h, clk := newHedge(t, hedge.Config{Delay: 10 * time.Millisecond, Idempotent: true})
 	gate := make(chan struct{})
-	s := newScript(gated(gate, "a", nil), func(context.Context) (string, error) { panic("bug") })
+	boom := errors.New("reset")
+	s := newScript(gated(gate, "", boom), func(context.Context) (string, error) { panic("bug") })
 	res := callAsync(context.Background(), h, s)
 	<-s.started
 	require.True(t, clk.WaitForTimers(1, nil))
 	clk.Advance(10 * time.Millisecond)
 	<-s.started
 	close(gate)
-	assert.Equal(t, "a", (<-res).v)
+	assert.ErrorIs(t, (<-res).err, boom)
 	assert.Equal(t, map[string]uint64{"calls": 1, "lost": 1}, outcomes(h))
 }
 

@@ -17,8 +17,7 @@ const maxLines = 80
 // function that shrinks may lower its entry). The list can only shrink: TestFunctionsAreShort
 // fails when a listed function grows past its entry, when a function not listed is over the
 // limit, and when a listed one is within it or gone (delete its line).
-var tooLong = map[string]int{
-}
+var tooLong = map[string]int{}
 
 func TestFunctionsAreShort(t *testing.T) {
 	long, err := Longer("../..", maxLines, "cmd", "rules")

@@ -256,7 +256,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopRun(nil)
 	defer context.AfterFunc(ctx, func() { stopRun(errInterrupted) })()
 	if cfg.Duration > 0 {
-		go stopAfter(runCtx, clk, cfg.Duration, stopRun)
+		// The timer starts now, before anything can advance a test's clock.
+		go stopAfter(runCtx, clk.NewTimer(cfg.Duration), stopRun)
 	}
 
 	reg := cfg.Registry
@@ -286,10 +287,8 @@ func Run(ctx context.Context, cfg Config) error {
 	return runScripted(runCtx, cfg, clk, reg, b, metricsURL)
 }
 
-// stopAfter cancels the run with errDurationReached once d has passed on clk, unless the run
-// ends first.
-func stopAfter(runCtx context.Context, clk clock.Clock, d time.Duration, stopRun context.CancelCauseFunc) {
-	t := clk.NewTimer(d)
+// stopAfter cancels the run with errDurationReached when t fires, unless the run ends first.
+func stopAfter(runCtx context.Context, t clock.Timer, stopRun context.CancelCauseFunc) {
 	select {
 	case <-t.C():
 		stopRun(errDurationReached)

@@ -21,12 +21,6 @@ import (
 	"github.com/stormwatch-go/stormwatch/internal/e2eprom"
 )
 
-// backtestObserve is how long the demos run before the backtest reads their history: past the
-// resolution of every alert but Flapping's (as the scenario matrix).
-const backtestObserve = 3*time.Minute + 45*time.Second
-
-func backtestJob(scenario string) string { return "backtest-" + scenario }
-
 // backtestJSON is what `stormwatch backtest -o json` prints.
 type backtestJSON struct {
 	Report      *backtest.Report      `json:"report"`
@@ -47,8 +41,8 @@ func runBacktest(t *testing.T, args ...string) backtestJSON {
 	return got
 }
 
-// TestBacktest runs the six demo scenarios at once into one Prometheus 3.16 evaluating the
-// demo profile's rules (as the scenario matrix does), then backtests that history:
+// checkBacktest backtests the scenario matrix's history (its demos, one Prometheus 3.16
+// evaluating the demo profile's rules, from began to end):
 //   - the replay, reading the recorded series from the server (--recording auto finds them
 //     there), agrees with Prometheus's own ALERTS at ≥ 95 % for every alert that fired, and no
 //     firing interval is on one side only; with every recording rule inlined, at ≥ 90 % and
@@ -57,31 +51,13 @@ func runBacktest(t *testing.T, args ...string) backtestJSON {
 //     restricted to the outage and steady jobs, proposes a config under which every outage
 //     alert that pages does so inside the window and nothing fires for the steady job, and the
 //     generated promtool tests of that config pass.
-func TestBacktest(t *testing.T) {
-	t.Parallel()
-	root := e2eprom.ModuleRoot(t)
-	prometheusBin := e2eprom.PrometheusBin(t, root)
-	dir := t.TempDir()
-	ruleFile := e2eprom.DemoProfileRules(t, stormwatchBin, dir)
-	profile := filepath.Join(dir, "demo-profile.yaml")
-	var specs []e2eprom.DemoSpec
-	for _, row := range matrix {
-		specs = append(specs, e2eprom.DemoSpec{Job: backtestJob(row.scenario), Args: []string{"--scenario", row.scenario, "--duration", "0"}})
-	}
-	began := time.Now().Add(-time.Second)
-	fleet := e2eprom.StartFleet(t, e2eprom.FleetConfig{
-		Stormwatch: stormwatchBin, Prometheus: prometheusBin, Dir: dir, RuleFile: ruleFile, Demos: specs, Client: client,
-	}, time.Now().Add(90*time.Second))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- prometheus (tail) ---\n%s", fleet.Prometheus.Tail(15))
-		}
-	})
-	time.Sleep(backtestObserve) // the demos write the history the backtest reads
-	end := time.Now()
+//
+// It shares the matrix's demos and Prometheus rather than running its own: one history serves
+// both checks, at half the load on the machine.
+func checkBacktest(t *testing.T, fleet *e2eprom.Fleet, dir, profile string, began, end time.Time) {
+	t.Helper()
 	url := fleet.API.URL
 	from, to := began.UTC().Format(time.RFC3339Nano), end.UTC().Format(time.RFC3339Nano)
-
 	for _, mode := range []string{"auto", "inline"} {
 		got := runBacktest(t, "--prometheus", url, "--from", from, "--to", to, "-c", profile, "--compare-alerts", "--recording", mode)
 		require.NotNil(t, got.Report)
@@ -96,36 +72,41 @@ func TestBacktest(t *testing.T) {
 				assert.NotContains(t, a.Expr, ":ratio_rate30s", "%s: recording rules inlined", a.Alert)
 			}
 		}
-		fired := 0
-		for _, ag := range got.Agreement {
-			if ag.Replayed+ag.Recorded == 0 {
-				continue
-			}
-			fired++
-			t.Logf("%s: %s agreement %.1f%% (replayed %d, recorded %d steps)", mode, ag.Alert, ag.Percent, ag.Replayed, ag.Recorded)
-			// Inlined, a recording rule is evaluated on the replay's grid rather than read as the
-			// server recorded it at its own evaluation offsets: a transition may move by one more
-			// step (measured: 96 to 100 %, against 100 % reading the recorded series).
-			want := 95.0
-			if mode == "inline" {
-				want = 90
-			}
-			assert.GreaterOrEqual(t, ag.Percent, want, "%s: %s agrees with ALERTS", mode, ag.Alert)
-			assert.Empty(t, ag.OnlyReplayed, "%s: %s fired in the replay only", mode, ag.Alert)
-			assert.Empty(t, ag.OnlyRecorded, "%s: %s fired on the server only", mode, ag.Alert)
-		}
-		assert.GreaterOrEqual(t, fired, 8, "%s: the scenarios fire most alerts", mode)
+		checkAgreement(t, mode, got.Agreement)
 	}
-	outage := fleet.Demo(t, backtestJob(demo.ScenarioOutage))
+	outage := fleet.Demo(t, matrixJob(demo.ScenarioOutage))
 	checkSuggest(t, url, dir, profile, outage.Started, began, end)
-	require.NoError(t, fleet.Stop(t), "the demos exit 0 on SIGINT")
+}
+
+// checkAgreement asserts the replay's agreement with ALERTS, per alert that fired on either side.
+func checkAgreement(t *testing.T, mode string, agreement []backtest.Agreement) {
+	t.Helper()
+	fired := 0
+	for _, ag := range agreement {
+		if ag.Replayed+ag.Recorded == 0 {
+			continue
+		}
+		fired++
+		t.Logf("%s: %s agreement %.1f%% (replayed %d, recorded %d steps)", mode, ag.Alert, ag.Percent, ag.Replayed, ag.Recorded)
+		// Inlined, a recording rule is evaluated on the replay's grid rather than read as the
+		// server recorded it at its own evaluation offsets: a transition may move by one more
+		// step (measured: 96 to 100 %, against 100 % reading the recorded series).
+		want := 95.0
+		if mode == "inline" {
+			want = 90
+		}
+		assert.GreaterOrEqual(t, ag.Percent, want, "%s: %s agrees with ALERTS", mode, ag.Alert)
+		assert.Empty(t, ag.OnlyReplayed, "%s: %s fired in the replay only", mode, ag.Alert)
+		assert.Empty(t, ag.OnlyRecorded, "%s: %s fired on the server only", mode, ag.Alert)
+	}
+	assert.GreaterOrEqual(t, fired, 8, "%s: the scenarios fire most alerts", mode)
 }
 
 // checkSuggest tunes the profile for the outage window (demo time 0:15 to 1:15) over the outage
 // and steady jobs, and checks the tuned config.
 func checkSuggest(t *testing.T, url, dir, profile string, outageStart, began, end time.Time) {
 	t.Helper()
-	sel := `job=~"` + backtestJob(demo.ScenarioOutage) + "|" + backtestJob(demo.ScenarioSteady) + `"`
+	sel := `job=~"` + matrixJob(demo.ScenarioOutage) + "|" + matrixJob(demo.ScenarioSteady) + `"`
 	scoped := writeConfig(t, dir, "scoped.yaml", profile, map[string]any{"selector": sel}, "")
 	winFrom, winTo := outageStart.Add(15*time.Second), outageStart.Add(75*time.Second)
 	incident := winFrom.UTC().Format(time.RFC3339Nano) + "/" + winTo.UTC().Format(time.RFC3339Nano) + ":payments-down"
@@ -148,7 +129,7 @@ func checkSuggest(t *testing.T, url, dir, profile string, outageStart, began, en
 	for _, a := range rep.Alerts {
 		for _, s := range a.Series {
 			if len(s.Episodes) > 0 {
-				assert.NotContains(t, s.Labels, backtestJob(demo.ScenarioSteady), "%s fires for the steady scenario", a.Alert)
+				assert.NotContains(t, s.Labels, matrixJob(demo.ScenarioSteady), "%s fires for the steady scenario", a.Alert)
 			}
 			for _, e := range s.Episodes {
 				assert.False(t, e.Fired.Before(winFrom) || e.Fired.After(winTo), "%s %s fires at %s, outside the outage window %s to %s",

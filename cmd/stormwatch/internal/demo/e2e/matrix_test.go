@@ -114,7 +114,8 @@ func matrixJob(scenario string) string { return "matrix-" + scenario }
 // of alerts that fire (state firing) and the dependency each is about — nothing else may fire —
 // and that they resolve within the run (but for Flapping's 15-minute window). The fire and
 // resolve times are logged as the table README shows. During the outage every query of the
-// generated dashboards must return data.
+// generated dashboards must return data. Then `stormwatch backtest` replays the same history
+// (checkBacktest).
 func TestScenarioMatrix(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
@@ -193,6 +194,7 @@ func TestScenarioMatrix(t *testing.T) {
 		time.Sleep(time.Second) // polling a real server
 	}
 	require.True(t, dashboardsChecked)
+	observed := time.Now()
 
 	// The matrix: what fired, per scenario; then the assertions.
 	t.Logf("scenario matrix (demo time, speed 1, demo profile):\n%s", matrixTable(spans))
@@ -214,6 +216,7 @@ func TestScenarioMatrix(t *testing.T) {
 		}
 		assert.Equal(t, row.fires, got, "%s: the alerts that fired, and for which dependency", row.scenario)
 	}
+	checkBacktest(t, fleet, dir, filepath.Join(dir, "demo-profile.yaml"), began.Add(-time.Second), observed)
 	assert.NoError(t, fleet.Stop(t), "the demos exit 0 on SIGINT")
 	t.Logf("matrix wall time %s", time.Since(began).Round(time.Second))
 }

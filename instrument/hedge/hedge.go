@@ -51,7 +51,7 @@ import (
 // Defaults of a zero Config.
 const (
 	DefaultQuantile      = 0.95
-	DefaultMinDelay      = 10 * time.Millisecond
+	DefaultMinDelay      = time.Millisecond
 	DefaultWindow        = 200
 	DefaultMaxHedges     = 1
 	DefaultMaxExtraRatio = 0.1
@@ -276,16 +276,17 @@ func CallWith[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T,
 	if !ok || !h.hedgeable(ctx) {
 		start := h.clk.Now()
 		v, err := fn(ctx)
-		h.observe(start)
+		h.observe(start, false)
 		return v, err
 	}
 	return newRace(ctx, h, fn, discard).run(delay)
 }
 
-// observe feeds a first attempt's latency to the adaptive delay.
-func (h *Hedge) observe(start time.Time) {
+// observe feeds a first attempt's latency to the adaptive delay; cut says a hedge won and
+// cancelled the attempt.
+func (h *Hedge) observe(start time.Time, cut bool) {
 	if h.delay != nil {
-		h.delay.observe(h.clk.Now().Sub(start))
+		h.delay.observe(h.clk.Now().Sub(start), cut)
 	}
 }
 

@@ -57,8 +57,8 @@ func TestTheAdaptiveDelayIsARecentQuantileAboveTheFloor(t *testing.T) {
 	assert.GreaterOrEqual(t, d, 200*time.Millisecond)
 	assert.LessOrEqual(t, d, 250*time.Millisecond)
 
-	// Fast answers: the delay never drops below the floor (10 ms by default).
-	warm(t, h, clk, repeat(time.Millisecond, 40))
+	// Fast answers: the delay never drops below the floor (1 ms by default).
+	warm(t, h, clk, repeat(100*time.Microsecond, 40))
 	assert.Equal(t, hedge.DefaultMinDelay, h.Snapshot().Delay)
 }
 

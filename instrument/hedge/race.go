@@ -56,7 +56,10 @@ func (r *race[T]) run(delay time.Duration) (T, error) {
 	}()
 	v, err := r.fn(&r.first)
 	returned = true
-	r.h.observe(start)
+	r.first.mu.Lock()
+	cut := r.first.cancelled
+	r.first.mu.Unlock()
+	r.h.observe(start, cut)
 	return r.firstDone(v, err)
 }
 

@@ -30,7 +30,7 @@ const (
 //     is only a lower bound — and a window whose tail is by chance a little over 1-q would
 //     raise the delay step by step to the cut-short latencies' end.
 //   - When it moves, the delay is the q-quantile ([quantileBucket]) rounded up to its bucket's
-//     upper bound (at most 19% above it), and never below floor.
+//     upper bound (at most 25% above it), and never below floor.
 type estimator struct {
 	q     float64
 	floor time.Duration

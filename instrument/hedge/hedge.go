@@ -66,7 +66,7 @@ const (
 )
 
 // Config configures a [Hedge]. The zero Config is a working default: one hedge after the p95 of
-// the last 200 first-attempt latencies (at least 10 ms), for calls whose context says they are
+// the last 200 first-attempt latencies (at least 1 ms), for calls whose context says they are
 // idempotent, within a budget of 10% extra calls. Negative or impossible values make [New] return
 // a [*ConfigError] naming the field and its value.
 type Config struct {
@@ -76,7 +76,7 @@ type Config struct {
 	// Quantile of the recent first-attempt latencies used as the adaptive delay, in (0, 1)
 	// (default 0.95: about 5% of calls are hedged).
 	Quantile float64
-	// MinDelay is the floor of the adaptive delay (default 10 ms).
+	// MinDelay is the floor of the adaptive delay (default 1 ms).
 	MinDelay time.Duration
 	// Window is how many recent first-attempt latencies the adaptive delay follows (default 200,
 	// in [20, 65536]).

@@ -16,6 +16,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -103,9 +104,6 @@ func WithRegistry(reg *instrument.Registry) Option {
 // Retry.Idempotent, when true, declares every method idempotent.
 func WithPipeline(cfg instrument.PipelineConfig) Option {
 	return func(ic *Interceptor) error {
-		if cfg.Hedge != nil { // the transport's per-call state is not yet safe for concurrent attempts
-			return optionError("WithPipeline", "Hedge", "hedging is not supported by this adapter yet: hedge calls with package hedge around the client")
-		}
 		ic.cfg = cfg
 		return nil
 	}
@@ -204,6 +202,7 @@ type Interceptor struct {
 	idem     idempotency
 	limit    *limit.Config    // WithLimit
 	throttle *throttle.Config // WithThrottle
+	hedge    *hedge.Config    // WithHedge
 
 	pipelines sync.Map // key → *instrument.Pipeline, only keys with primitives of their own
 	cached    atomic.Int64
@@ -240,6 +239,9 @@ func NewInterceptor(opts ...Option) (*Interceptor, error) {
 	}
 	if ic.throttle != nil {
 		ic.cfg.Throttle = ic.throttle
+	}
+	if ic.hedge != nil {
+		ic.cfg.Hedge = ic.hedge
 	}
 	if err := ic.cfg.Validate(); err != nil {
 		return nil, err // a *catalog.ConfigError naming the pipeline field
@@ -345,21 +347,24 @@ func (ic *Interceptor) unaryInterceptor(noPolicy bool) grpc.UnaryClientIntercept
 				*report = FallbackInfo{}
 			}
 		}
-		h := retry.Hooks[struct{}]{}
+		h := retry.Hooks[any]{}
 		if ic.reg.Events().Retries.Active() { // the endpoint only appears in retry events
 			h.Endpoint = method
 		}
-		var fb fallback.Func[struct{}]
+		var fb fallback.Func[any]
 		if ic.fallback != nil {
-			fb = func(fctx context.Context, cause catalog.Cause, err error) (struct{}, error) {
+			fb = func(fctx context.Context, cause catalog.Cause, err error) (any, error) {
 				u.signal(err)
 				if report != nil {
 					*report = FallbackInfo{Used: true, Cause: cause}
 				}
-				return struct{}{}, ic.fallback(fctx, cc, method, req, reply, cause, err)
+				return reply, ic.fallback(fctx, cc, method, req, reply, cause, err)
 			}
 		}
-		_, fromFallback, err := instrument.CallWith(ctx, t.p, u.attempt, h, fb)
+		got, fromFallback, err := instrument.CallWith(u.hedgeContext(), t.p, u.attempt, h, fb)
+		if err == nil && !fromFallback {
+			u.keep(got)
+		}
 		if fromFallback {
 			return withStatus(err)
 		}
@@ -382,19 +387,36 @@ type unaryCall struct {
 	invoker grpc.UnaryInvoker
 	opts    []grpc.CallOption // the caller's, and the trailer's
 	optBuf  [4]grpc.CallOption
-	trailer metadata.MD // the last attempt's trailer
+	trailer metadata.MD // the first attempt's trailer
 
-	downstreamDisabled bool // an attempt's trailer carried the do-not-retry signal
+	// Hedged attempts run concurrently (see hedge.go): from the second attempt on, each has a
+	// reply and a trailer of its own.
+	hedged             bool
+	n                  atomic.Int32
+	downstreamDisabled atomic.Bool // an attempt's trailer carried the do-not-retry signal
 }
 
-// attempt makes one attempt under the attempt context.
-func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
+// attempt makes one attempt under the attempt context, and returns the reply it filled.
+func (u *unaryCall) attempt(actx context.Context) (any, error) {
+	if u.n.Add(1) > 1 && u.hedged {
+		return u.ownAttempt(actx)
+	}
 	u.trailer = nil
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	if err == nil {
-		return struct{}{}, nil
+		return u.reply, nil
 	}
-	return struct{}{}, u.ic.check(u.ctx, u.cc, u.method, err, u.trailer, u.t, &u.downstreamDisabled)
+	return u.reply, u.failed(err, u.trailer)
+}
+
+// failed turns an attempt's error and trailer into the error every layer sees.
+func (u *unaryCall) failed(err error, trailer metadata.MD) error {
+	var disabled bool
+	err = u.ic.check(u.ctx, u.cc, u.method, err, trailer, u.t, &disabled)
+	if disabled {
+		u.downstreamDisabled.Store(true)
+	}
+	return err
 }
 
 // check turns a failed attempt's error into the *Error every layer sees.
@@ -413,7 +435,7 @@ func (ic *Interceptor) check(ctx context.Context, cc *grpc.ClientConn, method st
 // (see [UnaryServerInterceptor]): our retries of the call are exhausted or the budget denied one,
 // or the dependency itself said not to retry.
 func (u *unaryCall) signal(err error) {
-	if u.downstreamDisabled {
+	if u.downstreamDisabled.Load() {
 		MarkRetryDisabled(u.ctx)
 		return
 	}

@@ -79,7 +79,7 @@ func (o *opener) open(m any, first bool) (*openStream, error) {
 	if o.ic.reg.Events().Retries.Active() {
 		h.Endpoint = o.method
 	}
-	s, _, err := instrument.CallWith(o.ctx, o.t.p, o.attempt, h, nil)
+	s, _, err := instrument.CallWith(noHedge(o.ctx, o.t.p), o.t.p, o.attempt, h, nil)
 	if err != nil {
 		if o.downstreamDisabled {
 			MarkRetryDisabled(o.ctx)

@@ -21,7 +21,7 @@ type attemptCtx struct {
 	inner     atomic.Pointer[context.Context] // made on first use
 	mu        sync.Mutex
 	cancel    context.CancelFunc // the inner context's
-	cancelled bool               // a hedge won: the attempt is cancelled
+	cancelled atomic.Bool        // a hedge won: the attempt is cancelled (set with mu held)
 }
 
 func (c *attemptCtx) init(parent context.Context) { c.parent = parent }
@@ -37,7 +37,7 @@ func (c *attemptCtx) ctx() context.Context {
 		return *p
 	}
 	inner, cancel := context.WithCancel(c.parent)
-	if c.cancelled {
+	if c.cancelled.Load() {
 		cancel()
 	}
 	c.cancel = cancel
@@ -49,11 +49,14 @@ func (c *attemptCtx) ctx() context.Context {
 func (c *attemptCtx) cancelAttempt() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cancelled = true
+	c.cancelled.Store(true)
 	if c.cancel != nil {
 		c.cancel()
 	}
 }
+
+// wasCancelled reports whether a hedge won and cancelled the attempt.
+func (c *attemptCtx) wasCancelled() bool { return c.cancelled.Load() }
 
 func (c *attemptCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 func (c *attemptCtx) Done() <-chan struct{}       { return c.ctx().Done() }

@@ -30,8 +30,9 @@
 //
 // The function must return promptly once its context is cancelled: that is how losing attempts
 // stop. The first attempt runs on the caller's goroutine; hedges run on goroutines of their own
-// and end when their function returns. A call that ends before the delay costs a cancellable
-// context, one timer and a few atomic adds.
+// and end when their function returns. A call that ends before the delay costs one small
+// allocation (its first attempt's context, cancelable on demand), a pooled timer armed and
+// stopped, and a few atomic adds: no goroutine, no channel.
 package hedge
 
 import (
@@ -51,7 +52,7 @@ import (
 // Defaults of a zero Config.
 const (
 	DefaultQuantile      = 0.95
-	DefaultMinDelay      = 10 * time.Millisecond
+	DefaultMinDelay      = time.Millisecond
 	DefaultWindow        = 200
 	DefaultMaxHedges     = 1
 	DefaultMaxExtraRatio = 0.1
@@ -65,7 +66,7 @@ const (
 )
 
 // Config configures a [Hedge]. The zero Config is a working default: one hedge after the p95 of
-// the last 200 first-attempt latencies (at least 10 ms), for calls whose context says they are
+// the last 200 first-attempt latencies (at least 1 ms), for calls whose context says they are
 // idempotent, within a budget of 10% extra calls. Negative or impossible values make [New] return
 // a [*ConfigError] naming the field and its value.
 type Config struct {
@@ -75,7 +76,7 @@ type Config struct {
 	// Quantile of the recent first-attempt latencies used as the adaptive delay, in (0, 1)
 	// (default 0.95: about 5% of calls are hedged).
 	Quantile float64
-	// MinDelay is the floor of the adaptive delay (default 10 ms).
+	// MinDelay is the floor of the adaptive delay (default 1 ms).
 	MinDelay time.Duration
 	// Window is how many recent first-attempt latencies the adaptive delay follows (default 200,
 	// in [20, 65536]).
@@ -152,6 +153,7 @@ type Hedge struct {
 	calls      atomic.Uint64
 	outcomes   [catalog.NumHedgeOutcomes]atomic.Uint64
 	idempotent bool
+	realClock  bool // the wall clock: a call's first hedge uses a pooled timer
 }
 
 // New returns a hedge called name (usually the dependency) configured by cfg.
@@ -168,6 +170,7 @@ func New(name string, cfg Config) (*Hedge, error) {
 		budget:     cfg.Budget,
 		idempotent: cfg.Idempotent,
 	}
+	_, h.realClock = h.clk.(clock.Real)
 	if cfg.Accept == nil {
 		h.accept = Acceptable
 	}
@@ -255,7 +258,15 @@ func (h *Hedge) Snapshot() Snapshot {
 // Do runs fn, hedged as the package documentation describes, and returns the accepted attempt's
 // error (or the first attempt's, when no attempt was accepted).
 func (h *Hedge) Do(ctx context.Context, fn func(context.Context) error) error {
-	_, err := Call(ctx, h, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	delay, ok := h.enter(ctx)
+	if !ok {
+		start := h.now()
+		err := fn(ctx)
+		h.observe(start, false)
+		return err
+	}
+	r := &race[struct{}]{h: h, parent: ctx, errFn: fn}
+	_, err := r.run(delay)
 	return err
 }
 
@@ -268,24 +279,41 @@ func Call[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, err
 // CallWith is [Call] with a discard function, which receives the value of every attempt whose
 // result the call does not return (an HTTP response to close); nil discards nothing.
 func CallWith[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), discard func(T)) (T, error) {
+	delay, ok := h.enter(ctx)
+	if !ok {
+		start := h.now()
+		v, err := fn(ctx)
+		h.observe(start, false)
+		return v, err
+	}
+	r := &race[T]{h: h, parent: ctx, fn: fn, discard: discard}
+	return r.run(delay)
+}
+
+// enter counts a call and returns its hedge delay, and whether it is hedged: idempotent, with
+// a delay known.
+func (h *Hedge) enter(ctx context.Context) (time.Duration, bool) {
 	h.calls.Add(1)
 	if h.own != nil {
 		h.own.deposit()
 	}
-	delay, ok := h.currentDelay()
-	if !ok || !h.hedgeable(ctx) {
-		start := h.clk.Now()
-		v, err := fn(ctx)
-		h.observe(start)
-		return v, err
-	}
-	return newRace(ctx, h, fn, discard).run(delay)
+	d, ok := h.currentDelay()
+	return d, ok && h.hedgeable(ctx)
 }
 
-// observe feeds a first attempt's latency to the adaptive delay.
-func (h *Hedge) observe(start time.Time) {
+// now is the start time of a first attempt: the zero time for a fixed delay, which needs none.
+func (h *Hedge) now() time.Time {
+	if h.delay == nil {
+		return time.Time{}
+	}
+	return h.clk.Now()
+}
+
+// observe feeds a first attempt's latency to the adaptive delay; cut says a hedge won and
+// cancelled the attempt.
+func (h *Hedge) observe(start time.Time, cut bool) {
 	if h.delay != nil {
-		h.delay.observe(h.clk.Now().Sub(start))
+		h.delay.observe(h.clk.Now().Sub(start), cut)
 	}
 }
 

@@ -57,8 +57,8 @@ func TestTheAdaptiveDelayIsARecentQuantileAboveTheFloor(t *testing.T) {
 	assert.GreaterOrEqual(t, d, 200*time.Millisecond)
 	assert.LessOrEqual(t, d, 250*time.Millisecond)
 
-	// Fast answers: the delay never drops below the floor (10 ms by default).
-	warm(t, h, clk, repeat(time.Millisecond, 40))
+	// Fast answers: the delay never drops below the floor (1 ms by default).
+	warm(t, h, clk, repeat(100*time.Microsecond, 40))
 	assert.Equal(t, hedge.DefaultMinDelay, h.Snapshot().Delay)
 }
 
@@ -269,4 +269,39 @@ func TestTheWinnersContextStaysLive(t *testing.T) {
 			assert.NoError(t, derived.Err())
 		})
 	}
+}
+
+// TestTheWallClockTimersArePooled: on the wall clock a call's first hedge uses a pooled timer:
+// a call that ends before the delay stops it and gives it back, and a timer that fired starts
+// its own call's hedge only — never another call's.
+func TestTheWallClockTimersArePooled(t *testing.T) {
+	slow, err := hedge.New("slow", hedge.Config{Delay: time.Hour, Idempotent: true})
+	require.NoError(t, err)
+	for range 1000 {
+		require.NoError(t, slow.Do(context.Background(), func(context.Context) error { return nil }))
+	}
+	assert.Equal(t, map[string]uint64{"calls": 1000}, outcomes(slow))
+
+	fast, err := hedge.New("fast", hedge.Config{Delay: time.Nanosecond, Idempotent: true, Budget: grantAll{}})
+	require.NoError(t, err)
+	for i := range 50 {
+		var n atomic.Int32
+		v, err := hedge.Call(context.Background(), fast, func(ctx context.Context) (int, error) {
+			if n.Add(1) == 1 { // the attempt that starts first (the timer may beat the caller)
+				// answers only once the other has won
+				<-ctx.Done()
+				return -1, ctx.Err()
+			}
+			return i, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, i, v, "the call's own hedge answered")
+		require.Equal(t, int32(2), n.Load())
+		// interleave calls that end before their delay, so fired and stopped timers mix
+		require.NoError(t, slow.Do(context.Background(), func(context.Context) error { return nil }))
+	}
+	sn := fast.Snapshot()
+	assert.Equal(t, uint64(50), sn.Calls)
+	assert.Equal(t, uint64(50), sn.Ran(), "one hedge per call: won, or cancelled when the caller's attempt answered")
+	assert.Zero(t, sn.Hedges[catalog.HedgeLost]+sn.Hedges[catalog.HedgeBudgetDenied])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
@@ -14,17 +15,24 @@ import (
 // their own, and the decision of which result the caller gets. The call returns only once every
 // hedge it started has ended (and been counted), so no attempt outlives its call. The fields
 // below mu are guarded by it.
+//
+// A call that ends before its delay costs this one allocation (the first attempt's context is
+// part of it, and must stay valid after the call: a result may still read through it) and, on
+// the wall clock, a pooled timer: no goroutine, no channel, no cancelable context.
 type race[T any] struct {
 	first   attemptCtx // the first attempt's context
 	h       *Hedge
 	parent  context.Context
-	fn      func(context.Context) (T, error)
-	discard func(T) // receives the values the call does not return; may be nil
+	fn      func(context.Context) (T, error) // nil when errFn is set
+	errFn   func(context.Context) error      // Do's function (saves a closure per call)
+	discard func(T)                          // receives the values the call does not return; may be nil
 	delay   time.Duration
+	self    launcher       // the race as what a pooled timer launches
 	hedges  sync.WaitGroup // hedges started and not yet counted
 
 	mu       sync.Mutex
-	timer    clock.Timer          // the next hedge's timer
+	pooled   *hedgeTimer          // the armed pooled timer of the first hedge, or nil
+	timer    clock.Timer          // else the next hedge's timer
 	cancels  []context.CancelFunc // one per hedge started
 	started  int                  // hedges started
 	closed   bool                 // no further hedge may start
@@ -34,19 +42,40 @@ type race[T any] struct {
 	err      error
 }
 
-func newRace[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), discard func(T)) *race[T] {
-	r := &race[T]{h: h, parent: ctx, fn: fn, discard: discard}
-	r.first.init(ctx)
-	return r
+// launcher is what a timer starts a hedge of.
+type launcher struct{ r interface{ launch() } }
+
+type atomicLauncher = atomic.Pointer[launcher]
+
+// hedgeTimer is a reusable wall-clock timer: a call arms it for its first hedge and gives it
+// back when it stops it before it fired (a fired one is left to the collector: its function
+// may still be running).
+type hedgeTimer struct {
+	t      *time.Timer
+	target atomicLauncher
+}
+
+var timerPool = sync.Pool{New: func() any {
+	ht := &hedgeTimer{}
+	ht.t = time.AfterFunc(time.Hour, ht.fire)
+	ht.t.Stop()
+	return ht
+}}
+
+func (ht *hedgeTimer) fire() {
+	if l := ht.target.Load(); l != nil {
+		l.r.launch()
+	}
 }
 
 // run runs the first attempt with a hedge scheduled after delay, and returns the call's result.
 func (r *race[T]) run(delay time.Duration) (T, error) {
 	r.delay = delay
+	r.first.init(r.parent)
 	r.mu.Lock()
-	r.timer = clock.AfterFunc(r.h.clk, delay, r.launch)
+	r.arm()
 	r.mu.Unlock()
-	start := r.h.clk.Now()
+	start := r.h.now()
 	returned := false
 	defer func() {
 		if !returned { // the first attempt panicked: end the race, let the panic go on
@@ -54,17 +83,54 @@ func (r *race[T]) run(delay time.Duration) (T, error) {
 			r.hedges.Wait()
 		}
 	}()
-	v, err := r.fn(&r.first)
+	v, err := r.call(&r.first)
 	returned = true
-	r.h.observe(start)
+	r.h.observe(start, r.first.wasCancelled())
 	return r.firstDone(v, err)
+}
+
+// arm schedules the next hedge: on the wall clock with a pooled timer for the first one.
+func (r *race[T]) arm() {
+	if r.started == 0 && r.h.realClock {
+		ht := timerPool.Get().(*hedgeTimer)
+		r.self.r = r
+		ht.target.Store(&r.self)
+		r.pooled = ht
+		ht.t.Reset(r.delay)
+		return
+	}
+	r.timer = clock.AfterFunc(r.h.clk, r.delay, r.launch)
+}
+
+// stopTimer keeps the armed timer from starting a hedge. Called with mu held.
+func (r *race[T]) stopTimer() {
+	if ht := r.pooled; ht != nil {
+		r.pooled = nil
+		if ht.t.Stop() {
+			ht.target.Store(nil)
+			timerPool.Put(ht)
+		}
+		return
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+// call runs the function of the call once.
+func (r *race[T]) call(ctx context.Context) (T, error) {
+	if r.errFn != nil {
+		var zero T
+		return zero, r.errFn(ctx)
+	}
+	return r.fn(ctx)
 }
 
 // decide ends the race on the first attempt's behalf: no further hedge, every hedge cancelled.
 func (r *race[T]) decide() {
 	r.mu.Lock()
 	r.closed, r.decided = true, true
-	r.timer.Stop()
+	r.stopTimer()
 	for _, c := range r.cancels {
 		c()
 	}
@@ -76,14 +142,13 @@ func (r *race[T]) decide() {
 func (r *race[T]) firstDone(v T, err error) (T, error) {
 	r.mu.Lock()
 	r.closed = true
-	r.timer.Stop()
+	r.stopTimer()
 	hedged := r.started > 0
-	final := !hedged || r.h.accept(err) || r.parent.Err() != nil // no race, accepted, or the caller left
 	r.mu.Unlock()
 	if !hedged {
 		return v, err
 	}
-	if final {
+	if r.h.accept(err) || r.parent.Err() != nil { // accepted, or the caller left
 		r.decide() // a no-op on the outcome when a hedge had won already
 	}
 	r.hedges.Wait() // a failed first attempt waits for the hedges: one of them may answer
@@ -107,6 +172,7 @@ func (r *race[T]) drop(v T) {
 // It runs on the timer's goroutine and runs the hedge there.
 func (r *race[T]) launch() {
 	r.mu.Lock()
+	r.pooled = nil // it fired: it is not reused
 	if r.closed {
 		r.mu.Unlock()
 		return
@@ -122,7 +188,7 @@ func (r *race[T]) launch() {
 	r.started++
 	r.hedges.Add(1)
 	if r.started < r.h.cfg.MaxHedges {
-		r.timer = clock.AfterFunc(r.h.clk, r.delay, r.launch)
+		r.arm()
 	}
 	r.mu.Unlock()
 	defer r.hedges.Done()
@@ -140,7 +206,7 @@ func (r *race[T]) attempt(ctx context.Context) (v T, err error) {
 			err = fmt.Errorf("hedge %q: hedged attempt panicked: %v", r.h.name, p)
 		}
 	}()
-	return r.fn(ctx)
+	return r.call(ctx)
 }
 
 // hedgeDone counts hedge idx's outcome and reports whether it won; an accepted result decides
@@ -156,7 +222,7 @@ func (r *race[T]) hedgeDone(idx int, v T, err error) (won bool) {
 		r.h.count(catalog.HedgeWon)
 		r.decided, r.closed, r.hedgeWon = true, true, true
 		r.v, r.err = v, err
-		r.timer.Stop()
+		r.stopTimer()
 		r.first.cancelAttempt()
 		for i, c := range r.cancels {
 			if i != idx {

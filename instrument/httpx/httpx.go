@@ -86,6 +86,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/breaker"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -151,9 +152,6 @@ func WithRegistry(reg *instrument.Registry) Option {
 // layer's, the retry's MaxDuration) until it is closed.
 func WithPipeline(cfg instrument.PipelineConfig) Option {
 	return func(t *Transport) error {
-		if cfg.Hedge != nil { // the transport's per-call state is not yet safe for concurrent attempts
-			return optionError("WithPipeline", "Hedge", "hedging is not supported by this adapter yet: hedge calls with package hedge around the client")
-		}
 		t.cfg = cfg
 		return nil
 	}
@@ -256,6 +254,7 @@ type Transport struct {
 	fallback      FallbackFunc
 	limit         *limit.Config    // WithLimit
 	throttle      *throttle.Config // WithThrottle
+	hedge         *hedge.Config    // WithHedge
 
 	pipelines sync.Map // key → cachedPipeline, only keys with primitives of their own
 	cached    atomic.Int64
@@ -308,6 +307,9 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	}
 	if t.throttle != nil {
 		t.cfg.Throttle = t.throttle
+	}
+	if t.hedge != nil {
+		t.cfg.Hedge = t.hedge
 	}
 	if err := t.cfg.Validate(); err != nil {
 		return nil, err // a *catalog.ConfigError naming the pipeline field
@@ -412,7 +414,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.fallback != nil {
 		fb = s.fallback
 	}
-	ctx := req.Context()
+	ctx := s.hedgeContext(req.Context(), p)
 	resp, fromFallback, err := instrument.CallWith(ctx, p, s.attempt, h, fb)
 	if fromFallback {
 		if err != nil {
@@ -427,7 +429,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		return nil, fmt.Errorf("httpx: %s: the transport returned neither a response nor an error", Endpoint(req))
 	}
-	if s.bodyBlocked {
+	if s.bodyBlocked.Load() {
 		return nil, fmt.Errorf("%w (not retried: the request body cannot be rewound; set Request.GetBody)", err)
 	}
 	return nil, err
@@ -440,21 +442,22 @@ type call struct {
 	req        *http.Request // orig, or its clone carrying a generated idempotency key
 	idempotent bool
 	rewindable bool
-	attempts   int
-	bodySent   bool // the original body was handed to the base transport, which closes it
+	// Hedged attempts run concurrently: what they share is atomic.
+	attempts atomic.Int32
+	bodySent atomic.Bool // the original body was handed to the base transport, which closes it
 
-	bodyBlocked        bool // a retryable failure was not retried because the body cannot be rewound
-	downstreamDisabled bool // a response carried the do-not-retry signal
+	bodyBlocked        atomic.Bool // a retryable failure was not retried because the body cannot be rewound
+	downstreamDisabled atomic.Bool // a response carried the do-not-retry signal
 }
 
 // attempt sends one attempt under the attempt context.
 func (s *call) attempt(actx context.Context) (*http.Response, error) {
-	s.attempts++
-	if s.attempts > 1 { // the first attempt's context stays as it is: no allocation
-		actx = context.WithValue(actx, resendKey{}, s.attempts-1)
+	n := int(s.attempts.Add(1))
+	if n > 1 { // the first attempt's context stays as it is: no allocation
+		actx = context.WithValue(actx, resendKey{}, n-1)
 	}
 	ar := s.req.WithContext(actx)
-	if s.attempts > 1 && s.req.Body != nil && s.req.Body != http.NoBody {
+	if n > 1 && s.req.Body != nil && s.req.Body != http.NoBody {
 		if s.req.GetBody == nil { // not reached: check stops retries of such requests
 			return nil, classify.Permanent(errors.New("httpx: the request body cannot be rewound"))
 		}
@@ -480,8 +483,8 @@ func (s *call) attempt(actx context.Context) (*http.Response, error) {
 			ar.Header.Set(s.t.timeoutHeader, strconv.FormatInt(ms, 10))
 		}
 	}
-	if s.attempts == 1 {
-		s.bodySent = true
+	if n == 1 {
+		s.bodySent.Store(true)
 	}
 	return s.t.base.RoundTrip(ar)
 }
@@ -508,7 +511,7 @@ func (s *call) check(resp *http.Response, err error) error {
 		return nil
 	}
 	if e.signalled {
-		s.downstreamDisabled = true
+		s.downstreamDisabled.Store(true)
 		return e
 	}
 	if !Classify(resp, err, e.idempotent).Retryable {
@@ -520,7 +523,7 @@ func (s *call) check(resp *http.Response, err error) error {
 		e.unsafe = true
 	case !s.rewindable:
 		e.unsafe = true
-		s.bodyBlocked = resp == nil
+		s.bodyBlocked.Store(resp == nil)
 	}
 	return e
 }
@@ -570,7 +573,7 @@ func (s *call) fallbackResponse(resp *http.Response) *http.Response {
 // closeUnsentBody honours the RoundTripper contract: the request body is closed even when it
 // was never handed to the base transport (rejected, deadline expired).
 func (s *call) closeUnsentBody() {
-	if !s.bodySent && s.orig.Body != nil && s.orig.Body != http.NoBody {
+	if !s.bodySent.Load() && s.orig.Body != nil && s.orig.Body != http.NoBody {
 		_ = s.orig.Body.Close()
 	}
 }
@@ -579,7 +582,7 @@ func (s *call) closeUnsentBody() {
 // call (see [Middleware]): our retries of this call are exhausted or the budget denied one, or
 // the dependency itself said not to retry.
 func (s *call) signal(ctx context.Context, err error) {
-	if s.downstreamDisabled {
+	if s.downstreamDisabled.Load() {
 		MarkRetryDisabled(ctx)
 		return
 	}

@@ -98,7 +98,7 @@ otelx:
 ## OTLP receiver (collector/otelx).
 e2e: tools-prometheus tools-alertmanager
 	$(GO) test -tags e2e -count=1 -timeout 3m -v ./e2e/
-	$(GO) test -tags e2e -count=1 -timeout 12m -v ./cmd/stormwatch/internal/demo/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 15m -v ./cmd/stormwatch/internal/demo/e2e/
 	cd collector/otelx && $(GO) test -tags e2e -count=1 -timeout 3m -v -run OnRealPrometheus ./...
 
 ## demo: the first command to run — `stormwatch demo` on 127.0.0.1:9464 (override with DEMO_ARGS).

@@ -32,19 +32,18 @@ import (
 // default generated rules (`stormwatch generate rules`, no config: 5m windows, the default for
 // durations), evaluated by promtool's rule engine over the demo's own /metrics scraped every 15s.
 const (
-	rtTotal   = 31 * time.Minute
-	rtOutage  = 20 * time.Minute
-	rtScrape  = 15 * time.Second // the default scrape and evaluation interval
-	rtStep    = 10 * time.Millisecond
-	rtFault   = 15 * time.Second // the one-shot scenarios' fault begins 15s after the start
-	rtPageBy  = rtFault + 10*time.Minute
-	rtSteps   = int(rtTotal/rtScrape) + 1
-	rtPrefix  = "resilience_"
-	rtJobBase = "rt-"
+	rtTotal  = 31 * time.Minute
+	rtOutage = 20 * time.Minute
+	rtScrape = 15 * time.Second // the default scrape and evaluation interval
+	rtStep   = 10 * time.Millisecond
+	rtFault  = 15 * time.Second // the one-shot scenarios' fault begins 15s after the start
+	rtPageBy = rtFault + 10*time.Minute
+	rtSteps  = int(rtTotal/rtScrape) + 1
+	rtPrefix = "resilience_"
 )
 
-// rtRun is one demo run of the matrix and the alerts it must fire, reasoned from the rules'
-// definitions (see rtExpected).
+// rtRun is one simulated demo run: its job label and its scenario (the alerts each must fire
+// are in rtExpected).
 type rtRun struct {
 	job        string
 	scenario   string
@@ -80,6 +79,10 @@ func TestRealTimeScales(t *testing.T) {
 	// steps), the retry-storm replay on the wall clock meanwhile. With one P, "idle" is exact:
 	// the scheduler's running count is the caller alone (with more, an idle runtime may count
 	// one more).
+	metrics.Read(schedSamples)
+	for _, m := range schedSamples {
+		require.Equal(t, metrics.KindUint64, m.Value.Kind(), "%s: the scheduler metric settle reads (Go 1.26)", m.Name)
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	runs := make([]rtResult, len(rtRuns)+1)
 	storm := make(chan rtResult, 1)
@@ -127,13 +130,20 @@ type rtResult struct {
 	took    time.Duration
 	err     error
 	// unsettled counts the steps after which the process did not become idle within settle's
-	// bound (then the next step came anyway).
+	// bound (then the next step came anyway); more than maxUnsettled end the run with an error.
 	unsettled int
 }
 
+// maxUnsettled bounds the steps that may not settle: a process that never becomes idle (a
+// goroutine of another test in a system call) would make every step wait for settle's bound.
+const maxUnsettled = 100
+
 // simulate runs r on a fake clock, scraping it every rtScrape of demo time. The clock starts at
 // the wall clock's time (code that compares a deadline with the wall clock, as net/http does,
-// would find one in 1970 expired); the samples count the breakers' trip times from it.
+// would find one in 1970 expired); the samples count the breakers' trip times from it. One
+// thing stays on the wall clock: the demo's 6s deadline of a whole call (http.Client.Timeout),
+// which the simulated calls, done in milliseconds of wall time, never reach — only a payments
+// call of the outage could last longer (three 2.5s hangs), and its breaker rejects most of them.
 func simulate(r rtRun) (res rtResult) {
 	res = rtResult{job: r.job, samples: e2eprom.NewSamples(rtScrape)}
 	began := time.Now()
@@ -167,6 +177,10 @@ func simulate(r rtRun) (res rtResult) {
 					res.unsettled++
 				}
 			}
+			if res.unsettled > maxUnsettled {
+				res.err = fmt.Errorf("after %d steps the process did not become idle (another test running in parallel?): the simulation would not be faithful", res.unsettled)
+				break
+			}
 		}
 		res.err = scrapeInto(res.samples, step, url, r.job)
 	}
@@ -188,7 +202,7 @@ func simulate(r rtRun) (res rtResult) {
 // counts those).
 func settle() bool {
 	idleRounds := 0
-	for range 100000 {
+	for range 20000 {
 		runtime.Gosched()
 		metrics.Read(schedSamples)
 		runnable, running, notInGo := schedSamples[0].Value.Uint64(), schedSamples[1].Value.Uint64(), schedSamples[2].Value.Uint64()
@@ -485,11 +499,11 @@ func rtProbes() []map[string]any {
 // note's table. An alert that was firing at some evaluations only between its first and last
 // (more than one episode) says so.
 func logTable(t *testing.T, out string) {
-	first, _, err1 := e2eprom.Got(out, probeFirst)
-	last, _, err2 := e2eprom.Got(out, probeLast)
-	count, _, err3 := e2eprom.Got(out, probeCount)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		t.Errorf("reading the probes: %v", err)
+	first, ok1, err1 := e2eprom.Got(out, probeFirst)
+	last, ok2, err2 := e2eprom.Got(out, probeLast)
+	count, ok3, err3 := e2eprom.Got(out, probeCount)
+	if err := errors.Join(err1, err2, err3); err != nil || !ok1 || !ok2 || !ok3 {
+		t.Errorf("reading the probes (%v):\n%s", err, out)
 		return
 	}
 	keys := make([]string, 0, len(first))

@@ -24,7 +24,7 @@ func (t inProcess) RoundTrip(req *http.Request) (resp *http.Response, err error)
 	w := &recorder{header: http.Header{}}
 	defer func() {
 		if p := recover(); p != nil {
-			if p != http.ErrAbortHandler { //nolint:errorlint // the sentinel panic value itself
+			if p != http.ErrAbortHandler { // the sentinel panic value itself, not a wrapped error
 				panic(p)
 			}
 			resp, err = nil, errConnReset

@@ -36,7 +36,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags e2e ./e2e/... ./cmd/stormwatch/internal/demo/e2e/
+	$(GO) vet -tags e2e ./e2e/... ./cmd/stormwatch/internal/demo/e2e/...
 	$(GO) vet -tags promtoolmatrix ./rules/ ./cmd/stormwatch/
 
 ## unit: the unit tests, with the race detector. They run on injected clocks and scripted
@@ -99,7 +99,7 @@ otelx:
 ## OTLP to Prometheus's OTLP receiver (collector/otelx). The packages run at once
 ## (scripts/e2e.sh): they wait on wall clocks far more than they compute.
 e2e: tools-prometheus tools-alertmanager tools-victoriametrics
-	$(GO) vet -tags e2e ./e2e/... ./cmd/stormwatch/internal/demo/e2e/
+	$(GO) vet -tags e2e ./e2e/... ./cmd/stormwatch/internal/demo/e2e/...
 	GO=$(GO) scripts/e2e.sh
 
 ## demo: the first command to run — `stormwatch demo` on 127.0.0.1:9464 (override with DEMO_ARGS).

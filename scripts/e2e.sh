@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make e2e`: every end-to-end package at once — ./e2e (Alertmanager, examples/breaker, the
-# httpx drill), ./e2e/victoriametrics and the demo's (cmd/stormwatch/internal/demo/e2e) in one
-# `go test -p 3`, the OpenTelemetry bridge's (collector/otelx, a module of its own) beside
+# httpx drill), ./e2e/victoriametrics, the demo's (cmd/stormwatch/internal/demo/e2e) and its
+# real-time-scale simulation (…/e2e/realtime) in one `go test -p 4`, the OpenTelemetry bridge's (collector/otelx, a module of its own) beside
 # them. They wait on wall clocks — alerts' `for`, scrape intervals — far more than they compute,
 # so in parallel the slowest package alone sets the time (in sequence they took the sum).
 set -uo pipefail
@@ -12,7 +12,7 @@ otel_log=$(mktemp)
 trap 'rm -f "$otel_log"' EXIT
 (cd collector/otelx && "$GO" test -tags e2e -count=1 -timeout 3m -v -run OnRealPrometheus ./... >"$otel_log" 2>&1) &
 otel=$!
-"$GO" test -tags e2e -count=1 -timeout 14m -p 3 -v ./e2e/... ./cmd/stormwatch/internal/demo/e2e/
+"$GO" test -tags e2e -count=1 -timeout 14m -p 4 -v ./e2e/... ./cmd/stormwatch/internal/demo/e2e/...
 rc=$?
 wait "$otel"
 otel_rc=$?

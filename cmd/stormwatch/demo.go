@@ -20,7 +20,7 @@ func init() {
 
 // demoUsage is the synopsis of `stormwatch demo`.
 var demoUsage = "usage: stormwatch demo [--listen 127.0.0.1:9464] [--scenario " + strings.Join(demo.ScenarioNames, "|") + "]\n" +
-	"                       [--duration 5m] [--outage 60s] [--speed 1] [--rps 20] [--log-format json|text] [--log-file path|-]\n" +
+	"                       [--duration 5m] [--outage 60s] [--no-fallback] [--speed 1] [--rps 20] [--log-format json|text] [--log-file path|-]\n" +
 	"                       [--prometheus bin/prometheus [--prometheus-listen 127.0.0.1:9090]] [--print-profile]"
 
 // runDemo is `stormwatch demo`. It stops cleanly (exit 0) on SIGINT, SIGTERM and at the end of
@@ -35,6 +35,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Scenario, "scenario", demo.DefaultScenario, "fault script: "+strings.Join(demo.ScenarioNames, "|"))
 	fs.DurationVar(&cfg.Duration, "duration", demo.DefaultDuration, "how long to run (wall time; 0: until Ctrl-C, the default with --prometheus)")
 	fs.DurationVar(&cfg.Outage, "outage", 0, "how long the fault of the "+strings.Join(demo.OutageScenarios, ", ")+" scenarios lasts (demo time; default 60s), e.g. 9m for a soak")
+	fs.BoolVar(&cfg.NoFallback, "no-fallback", false, "run the dependencies without their fallbacks: failed calls reach the client as errors (an outage that is not contained: DependencyOutage pages)")
 	fs.Float64Var(&cfg.Speed, "speed", demo.DefaultSpeed, "divide every scripted duration, open duration, timeout and injected latency by this (Prometheus's windows do not speed up: keep 1 to watch alerts)")
 	fs.Float64Var(&cfg.Rate, "rps", demo.DefaultRate, "calls per second (demo time) to each dependency; --speed multiplies it too")
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", "retry log format: json|text")

@@ -37,6 +37,7 @@ func TestDemoUsageErrorsExit2(t *testing.T) {
 		{[]string{"demo", "--outage", "0s"}, "--outage 0s"},
 		{[]string{"demo", "--outage", "-1m"}, "--outage -1m0s"},
 		{[]string{"demo", "--scenario", "flapping", "--outage", "9m"}, `scenario "flapping" has no single fault window`},
+		{[]string{"demo", "--scenario", "retry-storm", "--no-fallback"}, `--no-fallback: scenario "retry-storm" replays its own setups`},
 		{[]string{"demo", "extra"}, "unexpected arguments"},
 		{[]string{"demo", "--bogus"}, "flag provided but not defined"},
 		{[]string{"demo", "--prometheus", "/no/such/prometheus"}, "make tools-prometheus"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/stormwatch-go/stormwatch/internal/promrun"
 )
@@ -121,4 +122,23 @@ func SetJobs(t testing.TB, p *Process, api API, s Server, upBy time.Time) {
 		}
 		time.Sleep(200 * time.Millisecond) // polling a real server
 	}
+}
+
+// MainWithCLI is an end-to-end package's TestMain: it builds the stormwatch CLI into a
+// temporary directory, sets *bin to its path, runs the tests with goleak's check, removes the
+// directory and exits.
+func MainWithCLI(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "stormwatch-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bin = filepath.Join(dir, "stormwatch")
+	build := exec.Command("go", "build", "-o", *bin, "github.com/stormwatch-go/stormwatch/cmd/stormwatch")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building stormwatch: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
 }

@@ -39,6 +39,9 @@ type Profile struct {
 	// Limit adds an adaptive concurrency limiter to the pipeline (nil: none); the overload
 	// scenario sets it for the dependency it overloads.
 	Limit *limit.Config
+	// NoFallback builds the pipeline without its fallback: a call that fails reaches the caller
+	// as an error (Config.NoFallback sets it for every dependency).
+	NoFallback bool
 }
 
 // DefaultProfiles are the demo's dependency configurations (a production setup shrunk to a
@@ -114,16 +117,18 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 		cfg.Limit = &lc
 	}
 	degraded := p.FallbackDescription
-	tr, err := httpx.NewTransport(base,
-		httpx.WithRegistry(reg),
-		httpx.WithPipeline(cfg),
-		httpx.WithKey(func(*http.Request) string { return name }),
-		httpx.WithFallback(func(req *http.Request, _ catalog.Cause, _ error) (*http.Response, error) {
+	opts := []httpx.Option{httpx.WithRegistry(reg), httpx.WithKey(func(*http.Request) string { return name })}
+	if p.NoFallback {
+		cfg.Fallback = nil
+	} else {
+		opts = append(opts, httpx.WithFallback(func(req *http.Request, _ catalog.Cause, _ error) (*http.Response, error) {
 			return &http.Response{
 				StatusCode: http.StatusOK, Header: http.Header{}, Request: req,
 				Body: io.NopCloser(strings.NewReader(degraded)), ContentLength: int64(len(degraded)),
 			}, nil
 		}))
+	}
+	tr, err := httpx.NewTransport(base, append(opts, httpx.WithPipeline(cfg))...)
 	if err != nil {
 		return nil, err
 	}

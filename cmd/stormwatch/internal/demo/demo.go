@@ -109,6 +109,13 @@ type Config struct {
 	// Transport, when set, replaces the loopback downstream under the dependencies' pipelines
 	// (tests: a scripted fake); the scenario's faults then have no effect.
 	Transport http.RoundTripper
+	// InProcess calls the downstream's handler in the calling goroutine instead of over a
+	// loopback socket (Transport, when set, wins). A run on a fake Clock then has no work in
+	// flight outside its goroutines, so a test can tell when it waits for the clock.
+	InProcess bool
+	// NoFallback runs every dependency without its fallback (--no-fallback): a failed call is
+	// an error for its caller instead of the degraded answer, so an outage is not contained.
+	NoFallback bool
 }
 
 // UsageError is a bad flag or configuration value; the CLI exits 2 for it.
@@ -160,6 +167,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if !slices.Contains(ScenarioNames, cfg.Scenario) {
 		return cfg, usagef("--scenario %q: want one of %s", cfg.Scenario, strings.Join(ScenarioNames, "|"))
+	}
+	if cfg.NoFallback && cfg.Scenario == ScenarioRetryStorm {
+		return cfg, usagef("--no-fallback: scenario %q replays its own setups; --no-fallback applies to the scripted scenarios", cfg.Scenario)
 	}
 	if cfg.Outage != 0 {
 		sc, err := LookupScenario(cfg.Scenario)
@@ -379,6 +389,9 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 	defer down.Close() // runs before the server stop below: hanging handlers return at once
 	base := cfg.Transport
 	downURL := "http://downstream.invalid"
+	if base == nil && cfg.InProcess {
+		base = inProcess{h: down}
+	}
 	if base == nil {
 		dl, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -442,6 +455,7 @@ func newDependencies(cfg Config, sc Scenario, reg *instrument.Registry, downURL 
 		if slices.Contains(sc.Limited, name) && prof.Limit == nil {
 			prof.Limit = &limit.Config{}
 		}
+		prof.NoFallback = prof.NoFallback || cfg.NoFallback
 		var err error
 		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
 			return nil, err

@@ -114,8 +114,10 @@ func (d *dependency) counts() depCounts {
 		calls += c
 	}
 	var fbs uint64
-	for _, n := range d.fb.Snapshot().Calls {
-		fbs += n
+	if d.fb != nil { // nil with NoFallback
+		for _, n := range d.fb.Snapshot().Calls {
+			fbs += n
+		}
 	}
 	bs := d.bh.Snapshot()
 	return depCounts{

@@ -13,6 +13,11 @@
 //     evaluating the demo profile's rules; per scenario exactly the expected alerts fire (and
 //     resolve), for the expected dependencies and trip causes; every dashboard query returns
 //     data during the outage;
+//   - real time scales: every scenario for 31 minutes at speed 1 (20-minute faults) on the demo's
+//     fake clock, scraped every 15s of demo time, against the default rules in promtool's rule
+//     engine: exactly the expected alerts, a critical page within 10 minutes for the outage
+//     without fallback, none for steady, the contained outage and the retry storm
+//     (TestRealTimeScales in the realtime package beside this one, about 3 minutes);
 //   - `stormwatch demo --prometheus`: with the demo profile the outage fires the same three
 //     alerts within 3 minutes of the start, and Ctrl-C stops everything with exit 0.
 //

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make e2e`: every end-to-end package at once — ./e2e (Alertmanager, examples/breaker, the
 # httpx drill), ./e2e/victoriametrics, the demo's (cmd/stormwatch/internal/demo/e2e) and its
-# real-time-scale simulation (…/e2e/realtime) in one `go test -p 4`, the OpenTelemetry bridge's (collector/otelx, a module of its own) beside
-# them. They wait on wall clocks — alerts' `for`, scrape intervals — far more than they compute,
+# real-time-scale simulation (…/e2e/realtime) in one `go test -p 4`, the OpenTelemetry
+# bridge's (collector/otelx, a module of its own) beside them. They wait on wall clocks — alerts' `for`, scrape intervals — far more than they compute,
 # so in parallel the slowest package alone sets the time (in sequence they took the sum).
 set -uo pipefail
 cd "$(dirname "$0")/.."

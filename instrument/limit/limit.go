@@ -49,8 +49,11 @@
 //	v, err := limit.Call(ctx, l, func(ctx context.Context) (T, error) { ... })
 //	p, err := l.Acquire(ctx); if err == nil { err = call(ctx); p.Finish(ctx, err) } // two-step
 //
-// The path below the limit is a few atomic operations and two clock readings; it allocates
-// nothing. A mutex is taken only by callers that queue and once per window to move the limit.
+// The path below the limit is a few atomic operations; it allocates nothing. Only a fraction of
+// the calls is timed — one in 2^k, 2^k the largest power of two (at most 64) that still leaves
+// MinSamples/2 timed calls per window, one in four at the default limit of 20 — and their
+// average latency is the window's sample; the wall clock is read through its monotonic part
+// alone. A mutex is taken only by callers that queue and once per window to move the limit.
 //
 // # Throttle
 //

@@ -11,10 +11,11 @@
 // the limiter compares the window's average latency with its baseline and moves the limit:
 //
 //   - Vegas (the default): the calls queued at the dependency are estimated as
-//     limit × (1 − baseline/sample). Fewer than α = 3·log10(limit) queued: the limit grows (by
-//     β = 6·log10(limit) while almost nothing queues, else by log10(limit)); more than β queued:
-//     it shrinks by log10(limit); in between it holds. The dependency's queue therefore stays at a
-//     few calls, and its latency close to the baseline, whatever the offered load.
+//     limit × (1 − baseline/sample). Fewer than α = 2.5·log10(limit) queued: the limit grows (by
+//     3·log10(limit) while at most log10(limit) queue, else by log10(limit)); more than
+//     β = 5·log10(limit) queued: it shrinks by log10(limit); in between it holds. The
+//     dependency's queue therefore stays at a few calls, and its latency close to the baseline,
+//     whatever the offered load.
 //   - AIMD: the limit grows by one per window while the sample stays below Tolerance × baseline,
 //     and is multiplied by Backoff when it does not.
 //

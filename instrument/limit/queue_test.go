@@ -166,7 +166,7 @@ func TestGrowingLimitAdmitsWaiters(t *testing.T) {
 	}
 	ps = append(fill(t, l, 9), ps[9])
 	done := startWaiter(t, clk, l, context.Background(), 1)
-	// The window closes with latency at the baseline: the limit grows (+6·log10(10) = 16) and the
+	// The window closes with latency at the baseline: the limit grows (+3·log10(10) = 13) and the
 	// waiter is admitted.
 	ps[9].Release()
 	for _, p := range ps[:9] {
@@ -175,8 +175,8 @@ func TestGrowingLimitAdmitsWaiters(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)
 	}
-	if lim := l.Snapshot().Limit; lim != 16 {
-		t.Errorf("limit = %d, want 16", lim)
+	if lim := l.Snapshot().Limit; lim != 13 {
+		t.Errorf("limit = %d, want 13", lim)
 	}
 }
 

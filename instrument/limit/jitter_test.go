@@ -58,14 +58,7 @@ func simJittered(l *Limiter, clk *clock.Fake, rate float64, dur time.Duration, s
 			}
 		}
 	}
-	advanceTo := func(t time.Time) {
-		for len(events) > 0 && !events[0].done.After(t) {
-			c := heap.Pop(&events).(*call)
-			clk.Set(c.done)
-			complete(c)
-		}
-		clk.Set(t)
-	}
+	advanceTo := func(t time.Time) { events.runUntil(clk, t, complete) }
 	end := start.Add(dur)
 	at := start
 	nextStall := start

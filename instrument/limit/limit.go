@@ -11,10 +11,11 @@
 // the limiter compares the window's average latency with its baseline and moves the limit:
 //
 //   - Vegas (the default): the calls queued at the dependency are estimated as
-//     limit × (1 − baseline/sample). Fewer than α = 3·log10(limit) queued: the limit grows (by
-//     β = 6·log10(limit) while almost nothing queues, else by log10(limit)); more than β queued:
-//     it shrinks by log10(limit); in between it holds. The dependency's queue therefore stays at a
-//     few calls, and its latency close to the baseline, whatever the offered load.
+//     limit × (1 − baseline/sample). Fewer than α = 2.5·log10(limit) queued: the limit grows (by
+//     3·log10(limit) while at most log10(limit) queue, else by log10(limit)); more than
+//     β = 5·log10(limit) queued: it shrinks by log10(limit); in between it holds. The
+//     dependency's queue therefore stays at a few calls, and its latency close to the baseline,
+//     whatever the offered load.
 //   - AIMD: the limit grows by one per window while the sample stays below Tolerance × baseline,
 //     and is multiplied by Backoff when it does not.
 //
@@ -49,8 +50,11 @@
 //	v, err := limit.Call(ctx, l, func(ctx context.Context) (T, error) { ... })
 //	p, err := l.Acquire(ctx); if err == nil { err = call(ctx); p.Finish(ctx, err) } // two-step
 //
-// The path below the limit is a few atomic operations and two clock readings; it allocates
-// nothing. A mutex is taken only by callers that queue and once per window to move the limit.
+// The path below the limit is a few atomic operations; it allocates nothing. Only a fraction of
+// the calls is timed — one in 2^k, 2^k the largest power of two (at most 64) that still leaves
+// MinSamples/2 timed calls per window, one in four at the default limit of 20 — and their
+// average latency is the window's sample; the wall clock is read through its monotonic part
+// alone. A mutex is taken only by callers that queue and once per window to move the limit.
 //
 // # Throttle
 //

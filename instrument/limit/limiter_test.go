@@ -124,9 +124,10 @@ func TestAIMDConvergesUnderOverload(t *testing.T) {
 	res := simulate(clk, l, &downstream{servers: servers, service: service}, phase{rate: 3 * capacity, duration: 60 * time.Second})
 	for i, lim := range res.limits[10:] {
 		// AIMD lets latency rise to Tolerance × baseline: the limit settles between the
-		// downstream's concurrency and twice it.
-		if lim < servers*8/10 || lim > 2*servers+2 {
-			t.Fatalf("limit at second %d = %d, want within [%d, %d] (all: %v)", i+10, lim, servers*8/10, 2*servers+2, res.limits)
+		// downstream's concurrency and twice it (give or take the noise of a window average of
+		// the timed calls, about a quarter of the window).
+		if lim < servers*8/10 || lim > 2*servers+4 {
+			t.Fatalf("limit at second %d = %d, want within [%d, %d] (all: %v)", i+10, lim, servers*8/10, 2*servers+4, res.limits)
 		}
 	}
 	if goodput := float64(res.admitted) / 60; goodput < 0.95*capacity {

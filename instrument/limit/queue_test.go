@@ -166,7 +166,7 @@ func TestGrowingLimitAdmitsWaiters(t *testing.T) {
 	}
 	ps = append(fill(t, l, 9), ps[9])
 	done := startWaiter(t, clk, l, context.Background(), 1)
-	// The window closes with latency at the baseline: the limit grows (+6·log10(10) = 16) and the
+	// The window closes with latency at the baseline: the limit grows (+3·log10(10) = 13) and the
 	// waiter is admitted.
 	ps[9].Release()
 	for _, p := range ps[:9] {
@@ -175,8 +175,8 @@ func TestGrowingLimitAdmitsWaiters(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)
 	}
-	if lim := l.Snapshot().Limit; lim != 16 {
-		t.Errorf("limit = %d, want 16", lim)
+	if lim := l.Snapshot().Limit; lim != 13 {
+		t.Errorf("limit = %d, want 13", lim)
 	}
 }
 
@@ -291,5 +291,71 @@ func BenchmarkAcquireReleaseCheapClock(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p, _ := l.Acquire(ctx)
 		p.Release()
+	}
+}
+
+// countingClock counts the readings of a fake clock.
+type countingClock struct {
+	*clock.Fake
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.Fake.Now() }
+
+// The closed path times one call in a stride (a power of two, at most 64) that still leaves
+// MinSamples/2 timed calls per window, and the window's sample is their average latency: the
+// clock is read for about one call in four at the default limit of 20, and the latency
+// measured is the calls' own.
+func TestClosedPathTimesAFractionOfCalls(t *testing.T) {
+	clk := &countingClock{Fake: clock.NewFake(t0)}
+	l := newLimiter(t, clk, Config{})
+	clk.reads.Store(0)
+	const calls = 4000
+	for i := 0; i < calls; i++ {
+		p, err := l.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(30 * time.Millisecond)
+		p.Release()
+	}
+	// Two readings per timed call (admission and release); Advance does not read through Now.
+	if reads := clk.reads.Load(); reads < 2*calls/4*8/10 || reads > 2*calls/4*12/10 {
+		t.Errorf("%d clock readings for %d calls, want about %d (one call in 4 timed)", reads, calls, 2*calls/4)
+	}
+	sn := l.Snapshot()
+	if sn.Sample != 30*time.Millisecond || sn.Baseline != 30*time.Millisecond {
+		t.Errorf("sample %v, baseline %v, want 30ms (every call took 30ms)", sn.Sample, sn.Baseline)
+	}
+	if sn.Samples[catalog.SampleMeasured] != calls || sn.Limit != DefaultInitialLimit {
+		t.Errorf("measured samples %d, limit %d: want %d and an unmoved %d (one call at a time)", sn.Samples[catalog.SampleMeasured], sn.Limit, calls, DefaultInitialLimit)
+	}
+
+	// At a limit of 640 the stride is capped at 64: 10 timed calls per window of 640.
+	l = newLimiter(t, clk, Config{InitialLimit: 640, MaxLimit: 1000})
+	clk.reads.Store(0)
+	for i := 0; i < 64*100; i++ {
+		p, _ := l.Acquire(context.Background())
+		p.Release()
+	}
+	if reads := clk.reads.Load(); reads < 2*100*8/10 || reads > 2*100*12/10 {
+		t.Errorf("%d clock readings for 6400 calls at limit 640, want about 200 (one call in 64)", reads)
+	}
+}
+
+// The wall clock is read through its monotonic part: readings never go back and are never 0
+// (0 marks an untimed permit).
+func TestRealClockReadingsAreMonotonic(t *testing.T) {
+	l := newLimiter(t, clock.Real{}, Config{})
+	if !l.realClock {
+		t.Fatal("clock.Real not recognised")
+	}
+	prev := int64(1)
+	for i := 0; i < 1000; i++ {
+		now := l.now()
+		if now < prev || now <= 0 {
+			t.Fatalf("reading %d = %d after %d", i, now, prev)
+		}
+		prev = now
 	}
 }

@@ -38,6 +38,16 @@ func (q *eventQueue) Pop() any {
 	return c
 }
 
+// runUntil completes, in order, the calls due by t, each at its own time, and sets the clock to t.
+func (q *eventQueue) runUntil(clk *clock.Fake, t time.Time, complete func(*call)) {
+	for q.Len() > 0 && !(*q)[0].done.After(t) {
+		c := heap.Pop(q).(*call)
+		clk.Set(c.done)
+		complete(c)
+	}
+	clk.Set(t)
+}
+
 // simResult summarises one simulated run.
 type simResult struct {
 	offered, admitted, rejected int
@@ -83,12 +93,7 @@ func simulate(clk *clock.Fake, l *Limiter, d *downstream, phases ...phase) simRe
 		res.latencies = append(res.latencies, clk.Now().Sub(c.arrived))
 	}
 	advanceTo := func(t time.Time) {
-		for len(events) > 0 && !events[0].done.After(t) {
-			c := heap.Pop(&events).(*call)
-			clk.Set(c.done)
-			complete(c)
-		}
-		clk.Set(t)
+		events.runUntil(clk, t, complete)
 		for !nextSample.After(t) {
 			if l != nil {
 				sn := l.Snapshot()

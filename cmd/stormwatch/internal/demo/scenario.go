@@ -200,7 +200,7 @@ func overloadScenario() Scenario {
 	return Scenario{
 		Name: ScenarioOverload,
 		Summary: "offered load on payments (a downstream serving 20 calls at a time, 100ms each: 200 calls/s) rises from half its capacity to 2× and 3× and back, " +
-			"through an adaptive concurrency limiter: the limit converges near 20, latency stays near 100ms and the excess is rejected at once",
+			"through an adaptive concurrency limiter: the limit settles a little above 20 (the downstream's concurrency plus a short queue), latency stays within about 1.3× the 100ms and the excess is rejected at once",
 		Limited: []string{Payments},
 		Phases: []Phase{
 			{At: 0, Name: "payments at 0.5× capacity", Faults: map[string]Fault{Payments: at(0.5)}},

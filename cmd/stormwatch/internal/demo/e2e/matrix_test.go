@@ -85,6 +85,18 @@ var matrix = []matrixRow{
 	// it (breakers, budget, fallbacks), and nothing pages — every alert on a rate needs a for of
 	// twice the rate window.
 	{scenario: demo.ScenarioRetryStorm, fires: map[string][]string{}},
+	// Offered load on payments at 2× then 3× its capacity from 0:15 to 1:15: the adaptive
+	// limiter runs at its limit and rejects the excess, and says so, and payments' fallback
+	// answers the rejected calls for over a minute; nothing else pages (the limit stays far
+	// above its minimum, the baseline does not move, the dependency stays healthy).
+	{
+		scenario: demo.ScenarioOverload,
+		fires: map[string][]string{
+			rules.AlertLimiterSaturated:      {demo.Payments},
+			rules.AlertLimiterRejectionsHigh: {demo.Payments},
+			rules.AlertFallbackSustained:     {demo.Payments},
+		},
+	},
 }
 
 const (

@@ -187,8 +187,9 @@ tools-victoriametrics:
 vmalert-check: tools-victoriametrics
 	$(GO) test -count=1 -run TestVmalertDryRunAcceptsTheRuleFiles -v ./rules/
 
-## pint-check: the two pint (`pint --offline lint`) checks the rules must pass, encoded in Go
-## (pint is not served by the Go module proxy): promql/fragile and rule/dependency.
+## pint-check: `pint --offline lint` must report nothing on the default and SLO rule files: its
+## promql/fragile, rule/dependency and promql/regexp checks encoded in Go (pint is not served by
+## the Go module proxy here), and pint itself when bin/pint exists.
 pint-check:
 	$(GO) test -count=1 -run 'TestPint' -v ./rules/
 

@@ -3,8 +3,8 @@ package conformance_test
 // Dependency SLOs: every expression of the SLO rule file and every query of the SLOs dashboard
 // parses with the PromQL parser of Prometheus 3.16; raw selectors select catalog metrics by
 // catalog labels (closed-set values included) and carry the configured selector; selectors of
-// recorded series name series the SLO rules record — earlier in the same group, for the rules
-// — and select one SLO.
+// recorded series name series the SLO rules record — earlier in the file, and in the same group
+// for recording rules — and select one SLO.
 
 import (
 	"encoding/json"
@@ -90,12 +90,23 @@ func TestSLORuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 			sel := sloSelectorMatchers(t, p, sc.cfg.Selector)
 			groups, err := rules.SLOGroups(sc.cfg)
 			require.NoError(t, err)
-			require.Len(t, groups, len(sc.cfg.SLOs))
-			for gi, g := range groups {
-				id := strings.TrimPrefix(g.Name, rules.GroupSLOPrefix)
-				recorded := map[string]bool{}
+			require.Len(t, groups, len(sc.cfg.SLOs)+1, "the recording rules' group and one alert group per SLO")
+			infos, err := rules.SLOs(sc.cfg)
+			require.NoError(t, err)
+			index := map[string]int{} // SLO id → position in the config
+			for i, info := range infos {
+				index[info.ID] = i
+			}
+			recordedIn := map[string]string{} // recorded name → its group
+			for _, g := range groups {
 				for _, rl := range g.Rules {
 					where := g.Name + " " + rl.Record + rl.Alert
+					id := rl.Labels[rules.LabelSLO]
+					gi, ok := index[id]
+					require.True(t, ok, "%s: slo label %q", where, id)
+					if rl.Alert != "" {
+						assert.Equal(t, rules.GroupSLOPrefix+id, g.Name, where)
+					}
 					expr, err := p.ParseExpr(rl.Expr)
 					require.NoError(t, err, "%s: %s", where, rl.Expr)
 					parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
@@ -105,7 +116,11 @@ func TestSLORuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 								assert.True(t, hasLabelMatcher(n.LabelMatchers, m), "%s: %s lacks the selector's %s", where, n, m)
 							}
 							if strings.Contains(n.Name, ":") {
-								assert.True(t, recorded[n.Name], "%s: %s is not recorded earlier in the group", where, n.Name)
+								in, ok := recordedIn[n.Name]
+								assert.True(t, ok, "%s: %s is not recorded earlier", where, n.Name)
+								if rl.Record != "" {
+									assert.Equal(t, g.Name, in, "%s: a recording rule reads %s of another group", where, n.Name)
+								}
 								m := sloMatcher(n, rules.LabelSLO)
 								if assert.NotNil(t, m, "%s: %s selects no SLO", where, n) {
 									assert.Equal(t, id, m.Value)
@@ -149,7 +164,7 @@ func TestSLORuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 						return nil
 					})
 					if rl.Record != "" {
-						recorded[rl.Record] = true
+						recordedIn[rl.Record] = g.Name
 					}
 				}
 			}

@@ -152,8 +152,9 @@ func sloSection(p *page) error {
 	p.line("## Dependency SLOs: error-budget burn-rate alerts")
 	p.line("")
 	p.line("For each SLO configured under `slos:` (`rules.SLO`: a dependency `name` or `name_regex`, an")
-	p.f("`objective`, a `period`, default %s), `stormwatch generate` writes a rule group\n", rules.FormatDuration(rules.DefaultSLOPeriod))
-	p.f("%s that records the SLI from stormwatch's own counters and alerts with %s:\n", code(rules.GroupSLOPrefix+"<id>"), code(rules.AlertErrorBudgetBurn))
+	p.f("`objective`, a `period`, default %s), `stormwatch generate` records the SLI from stormwatch's own\n", rules.FormatDuration(rules.DefaultSLOPeriod))
+	p.f("counters (every SLO's recording rules in group %s) and writes a rule group %s\n", code(rules.GroupSLORecording), code(rules.GroupSLOPrefix+"<id>"))
+	p.f("that alerts with %s:\n", code(rules.AlertErrorBudgetBurn))
 	p.line("four multi-window, multi-burn-rate alerts (`rules.BurnRateRules`). Each fires when the error ratio")
 	p.line("exceeds factor × (1 − objective) over both its long and its short window, and only when the long")
 	p.line("window holds enough calls for one failure not to page (`min_calls`). Windows scale with the")
@@ -208,7 +209,7 @@ func sloSection(p *page) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range groups[0].Rules {
+	for _, r := range groups[1].Rules { // the SLO's alert group (groups[0] records)
 		if r.Alert == "" {
 			continue
 		}

@@ -175,10 +175,18 @@ var specs = []alertSpec{
 		expr: func(r *resolved, s settings) string {
 			gi := r.by(true)
 			ts := r.sel(r.name(catalog.BreakerTrippedSince))
+			// The newest episode's series only: a closed breaker's previous episode, of another
+			// cause, is still within the lookback when it trips again. The series whose trip
+			// time is the breaker's latest (argmax by ==, not topk, which may pick another
+			// series on each evaluation); two causes never share a trip time.
 			return fmt.Sprintf(`(
   time()
   -
-  topk by (%[1]s) (1, max by (%[1]s, %[2]s) (%[3]s > 0))
+  (
+    max by (%[1]s, %[2]s) (%[3]s > 0)
+    == on (%[1]s) group_left ()
+    max by (%[1]s) (%[3]s > 0)
+  )
   unless on (%[1]s)
   %[4]s == 0
 ) > %[5]s

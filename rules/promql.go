@@ -28,8 +28,12 @@ func eq(label, value string) selector.Matcher {
 }
 
 // re is a rule's own regular-expression matcher over a closed set of values (catalog words,
-// which hold no regular-expression metacharacters).
+// which hold no regular-expression metacharacters); over one value, an equality matcher (a
+// regular expression matching one string is redundant: pint's promql/regexp).
 func re(label string, values ...string) selector.Matcher {
+	if len(values) == 1 {
+		return eq(label, values[0])
+	}
 	return selector.Matcher{Name: label, Type: selector.MatchRegexp, Value: strings.Join(values, "|")}
 }
 

@@ -299,8 +299,39 @@ func stuckOpenScenarios(c *scenario) ([]testCase, error) {
 		checks: idleChecks,
 	})
 
+	out = append(out, stuckOpenNewCauseScenario(c))
 	more, err := stuckOpenRecoveryScenarios(c)
 	return append(out, more...), err
+}
+
+// stuckOpenNewCauseScenario: the breaker closes for one scrape and trips again on another
+// cause. The first episode's series is still within the gauges' lookback, with the older trip
+// time: the alert follows the newest episode only, so it neither fires again for the old cause
+// nor ever carries two causes, and fires for the new one T after the new trip.
+func stuckOpenNewCauseScenario(c *scenario) testCase {
+	T, C := c.stuckCond()
+	R := C + c.forDur() + time.Minute
+	trip2 := R + step
+	C2 := afterStep(trip2 + T)
+	checks := stuck(slices.Concat(c.fires(C, C), firingAt(R-step)), t0, causeFailure)
+	quiet := ceilStep(R+c.keep()) + step
+	if quiet < C2+c.forDur() {
+		checks = append(checks, check{at: quiet})
+	}
+	checks = append(checks, stuck([]check{{at: max(C2+c.forDur(), quiet), firing: true}}, trip2, causeSlow)...)
+	tc := testCase{
+		name: c.name("a new episode of another cause right after the breaker closes: fires for the new cause only, %s after the new trip", FormatDuration(C2+c.forDur()-trip2)),
+		tracks: c.procTracks(lastCheck(checks)+time.Minute,
+			breakerProc{eps: []episode{{t0, R, causeFailure}, {trip2, forever, causeSlow}}, rejections: when(t0+step, forever, 20, 0)}),
+		checks: sortChecks(checks),
+	}
+	if c.bridges(2) {
+		// At the new trip, both episodes' series are within the lookback, the old one past the
+		// threshold: no alert for it, not even a pending one (the new episode is young).
+		tc.exprs = []yamlExprTest{{Expr: fmt.Sprintf(`ALERTS{alertname=%q, alertstate="pending"}`, c.sp.name),
+			EvalTime: FormatDuration(trip2), ExpSamples: []yamlSample{}}}
+	}
+	return tc
 }
 
 // stuckOpenRecoveryScenarios: two instances, recovery, a vanished target, a restart.

@@ -50,7 +50,7 @@ const (
 // so no query has to be written. See the README's "Dependency SLOs".
 type SLO struct {
 	// ID names the SLO: the value of the `slo` label of its recorded series and alerts, and
-	// part of its rule group's name (stormwatch-slo-<ID>). "" means Name; it is required with
+	// part of its alerts' rule group's name (stormwatch-slo-<ID>). "" means Name; it is required with
 	// NameRegex. Printable UTF-8, at most MaxSLOIDLength bytes, unique among the SLOs.
 	ID string
 	// Name is the dependency: the value of the `name` label of its primitives. Exactly one of
@@ -140,8 +140,15 @@ const (
 	labelSeverity    = "severity"
 )
 
-// GroupSLOPrefix starts the name of every SLO's rule group: stormwatch-slo-<ID>.
+// GroupSLOPrefix starts the name of every SLO's alert group: stormwatch-slo-<ID>.
 const GroupSLOPrefix = "stormwatch-slo-"
+
+// GroupSLORecording is the group of every SLO's recording rules, before the alert groups. The
+// SLOs record the same names (told apart by their slo label), and a recording rule must read
+// series recorded in its own group: a group reading another's is evaluated independently of
+// it and reads the previous evaluation's values (pint's rule/dependency, which matches by
+// name). No SLO's alert group can be called so (it lacks GroupSLOPrefix).
+const GroupSLORecording = "stormwatch-slos-recording"
 
 // sloSubsystem is the middle part of the recorded SLO series' names
 // (resilience_slo_calls, …): they describe dependencies, not one primitive.
@@ -640,8 +647,9 @@ func (r *resolved) sliExprs(s *resolvedSLO) (total, bad string) {
 // the config sets or derives another (Kubernetes.Name + "-slos").
 const SLOManifestName = DefaultManifestName + sloManifestSuffix
 
-// SLOGroups builds the rule groups of cfg's SLOs, one per SLO (stormwatch-slo-<ID>), in
-// configuration order; none without SLOs.
+// SLOGroups builds the rule groups of cfg's SLOs: GroupSLORecording with every SLO's recording
+// rules, then one group of alerts per SLO (stormwatch-slo-<ID>), in configuration order; none
+// without SLOs.
 func SLOGroups(cfg Config) ([]Group, error) {
 	r, err := cfg.resolve()
 	if err != nil {
@@ -720,19 +728,29 @@ func (r *resolved) renderSLOs(f Format, t Target) ([]byte, error) {
 	return r.renderGroups(f, t, r.sloGroups(), r.kube.SLOName)
 }
 
-// sloGroups are the rule groups of the SLOs, one per SLO, in configuration order.
+// sloGroups are the rule groups of the SLOs (see SLOGroups). The alerts read the recorded
+// series of another group, as the default alerts do: at most one evaluation interval old.
 func (r *resolved) sloGroups() []Group {
-	out := make([]Group, 0, len(r.slos))
-	for _, s := range r.slos {
-		out = append(out, Group{Name: GroupSLOPrefix + s.ID, Rules: r.sloRules(s)})
+	if len(r.slos) == 0 {
+		return nil
 	}
-	return out
+	rec := Group{Name: GroupSLORecording}
+	alerts := make([]Group, 0, len(r.slos))
+	for _, s := range r.slos {
+		rec.Rules = append(rec.Rules, r.sloRecords(s)...)
+		g := Group{Name: GroupSLOPrefix + s.ID}
+		for _, b := range s.burns {
+			g.Rules = append(g.Rules, r.burnRule(s, b))
+		}
+		alerts = append(alerts, g)
+	}
+	return append([]Group{rec}, alerts...)
 }
 
-// sloRules are the rules of one SLO: two base rates, the error ratio over every window and
-// over the period, the budget left, and the four burn-rate alerts. A group evaluates its rules
-// in order, so every rule reads the ones before it as of the same evaluation.
-func (r *resolved) sloRules(s *resolvedSLO) []Rule {
+// sloRecords are the recording rules of one SLO: two base rates, the error ratio over every
+// window and over the period, and the budget left. A group evaluates its rules in order, so
+// every rule reads the ones before it as of the same evaluation.
+func (r *resolved) sloRecords(s *resolvedSLO) []Rule {
 	total, bad := r.sliExprs(s)
 	sloLabel := map[string]string{LabelSLO: s.ID}
 	calls, badCalls := r.sloSel(s, r.recSLOCalls(s)), r.sloSel(s, r.recSLOBadCalls(s))
@@ -755,9 +773,6 @@ func (r *resolved) sloRules(s *resolvedSLO) []Rule {
 		Rule{Record: r.recSLOErrorRatio(s.Period), Expr: ratioOver(s.Period), Labels: sloLabel},
 		Rule{Record: r.recSLOBudgetRemaining(s), Expr: "1 - " + r.sloSel(s, r.recSLOErrorRatio(s.Period)) + " / " + decimal(s.budget), Labels: sloLabel},
 	)
-	for _, b := range s.burns {
-		rules = append(rules, r.burnRule(s, b))
-	}
 	return rules
 }
 

@@ -210,11 +210,17 @@ func TestSLORulesFollowConventions(t *testing.T) {
 	}
 	groups, err := SLOGroups(cfg)
 	require.NoError(t, err)
-	require.Len(t, groups, 2)
+	// The recording rules of both SLOs in one group, each SLO's four alerts in a group of its own.
+	require.Len(t, groups, 3)
+	assert.Equal(t, GroupSLORecording, groups[0].Name)
+	assert.Len(t, groups[0].Rules, 2*11)
+	for i, id := range []string{"payments", "core"} {
+		assert.Equal(t, GroupSLOPrefix+id, groups[i+1].Name)
+		assert.Len(t, groups[i+1].Rules, 4)
+	}
 	for _, g := range groups {
-		assert.True(t, strings.HasPrefix(g.Name, GroupSLOPrefix))
-		assert.LessOrEqual(t, len(g.Rules), 20, g.Name)
 		for _, rl := range g.Rules {
+			assert.Equal(t, rl.Record != "", g.Name == GroupSLORecording, "%s%s in %s", rl.Record, rl.Alert, g.Name)
 			for _, raw := range regexp.MustCompile(`acme_[a-z_]+_total\{[^}]*\}`).FindAllString(rl.Expr, -1) {
 				assert.Contains(t, raw, `env="prod"`, raw)
 			}
@@ -234,7 +240,7 @@ func TestSLORulesFollowConventions(t *testing.T) {
 			assert.NotContains(t, rl.Annotations["summary"], "{{")
 		}
 	}
-	assert.Equal(t, `{{ "{{ pay }}" }}`, groups[0].Rules[len(groups[0].Rules)-1].Labels["team"], "configured strings reach alerts literally")
+	assert.Equal(t, `{{ "{{ pay }}" }}`, groups[1].Rules[0].Labels["team"], "configured strings reach alerts literally")
 
 	// The default rule file and tests know nothing of the SLOs.
 	withSLOs, err := Generate(cfg)
@@ -253,10 +259,11 @@ func TestSLOInfoNamesTheRecordedSeries(t *testing.T) {
 	require.NoError(t, err)
 	groups, err := SLOGroups(cfg)
 	require.NoError(t, err)
-	for i, info := range infos {
+	require.Equal(t, GroupSLORecording, groups[0].Name)
+	for _, info := range infos {
 		recorded := map[string]bool{}
-		for _, rl := range groups[i].Rules {
-			recorded[rl.Record] = rl.Record != ""
+		for _, rl := range groups[0].Rules {
+			recorded[rl.Record] = recorded[rl.Record] || rl.Labels[LabelSLO] == info.ID
 		}
 		for _, name := range append([]string{info.Calls, info.BadCalls, info.PeriodErrorRatio, info.BudgetRemaining}, info.ErrorRatio...) {
 			assert.True(t, recorded[name], "%s is not recorded", name)
@@ -318,7 +325,7 @@ func TestSLOTestsCoverEveryScenario(t *testing.T) {
 	var file yamlTestFile
 	require.NoError(t, yaml.Unmarshal(out, &file))
 	assert.Equal(t, "1m", file.EvaluationInterval)
-	assert.Equal(t, []string{"stormwatch-slo-payments-strict", "stormwatch-slo-ledger"}, file.GroupEvalOrder)
+	assert.Equal(t, []string{GroupSLORecording, "stormwatch-slo-payments-strict", "stormwatch-slo-ledger"}, file.GroupEvalOrder)
 	names := map[string][]yamlTestGroup{}
 	for _, g := range file.Tests {
 		id := regexp.MustCompile(`\(slo "([^"]+)"\)`).FindStringSubmatch(g.Name)[1]

@@ -55,7 +55,7 @@
             "record": "job_name:resilience_retry_attempts_per_call:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
+            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
             "record": "job_name:resilience_retry_rescued_per_retried_call:ratio_rate5m"
           },
           {
@@ -63,7 +63,7 @@
             "record": "job_name_kind:resilience_bulkhead_calls:rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=~\"rejected\"})\n/\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m)",
+            "expr": "sum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=\"rejected\"})\n/\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m)",
             "record": "job_name:resilience_bulkhead_rejected_per_call:ratio_rate5m"
           },
           {
@@ -99,6 +99,242 @@
             "record": "job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m"
           }
         ]
+      },
+      {
+        "name": "stormwatch-slos-recording",
+        "rules": [
+          {
+            "expr": "sum by (job, name) (rate(resilience_retry_calls_total{name=\"payments\", kind!=\"aborted\"}[5m]))",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_calls:rate5m"
+          },
+          {
+            "expr": "clamp_min(\n  (\n    sum by (job, name) (rate(resilience_retry_calls_total{name=\"payments\", kind=~\"failed_without_retry|failed_with_retry\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=\"payments\"})\n  )\n  -\n  (\n    sum by (job, name) (rate(resilience_retry_errors_total{name=\"payments\", class=\"http_4xx\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=\"payments\"})\n  ),\n  0\n)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_calls:rate5m"
+          },
+          {
+            "expr": "job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}\n/\n(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"} \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate5m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[30m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[30m]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[1h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[1h]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1h"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[2h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[2h]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate2h"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[6h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[6h]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate6h"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[1d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[1d]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1d"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[3d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[3d]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate3d"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[30d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[30d]) \u003e 0)",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30d"
+          },
+          {
+            "expr": "1 - job_name_slo:resilience_slo_bad_per_call:ratio_rate30d{slo=\"payments\"} / 0.001",
+            "labels": {
+              "slo": "payments"
+            },
+            "record": "job_name_slo:resilience_slo_error_budget_remaining:ratio30d"
+          },
+          {
+            "expr": "sum by (job, name) (rate(resilience_retry_calls_total{name=~\"inventory|recommendations\", kind!=\"aborted\"}[4m40s]))",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_calls:rate4m40s"
+          },
+          {
+            "expr": "clamp_min(\n  (\n    sum by (job, name) (rate(resilience_retry_calls_total{name=~\"inventory|recommendations\", kind=~\"failed_without_retry|failed_with_retry\"}[4m40s]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=~\"inventory|recommendations\"})\n  )\n  -\n  (\n    sum by (job, name) (rate(resilience_retry_errors_total{name=~\"inventory|recommendations\", class=\"http_4xx\"}[4m40s]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=~\"inventory|recommendations\"})\n  )\n  -\n  (\n    sum by (job, name) (rate(resilience_fallback_calls_total{name=~\"inventory|recommendations\"}[4m40s]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=~\"inventory|recommendations\"})\n  ),\n  0\n)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_calls:rate4m40s"
+          },
+          {
+            "expr": "job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}\n/\n(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"} \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate4m40s"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[28m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[28m]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate28m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[56m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[56m]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate56m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[1h52m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[1h52m]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1h52m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[5h36m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[5h36m]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate5h36m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[22h24m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[22h24m]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate22h24m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[2d19h12m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[2d19h12m]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate2d19h12m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[4w])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[4w]) \u003e 0)",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate4w"
+          },
+          {
+            "expr": "1 - job_name_slo:resilience_slo_bad_per_call:ratio_rate4w{slo=\"storefront\"} / 0.01",
+            "labels": {
+              "slo": "storefront"
+            },
+            "record": "job_name_slo:resilience_slo_error_budget_remaining:ratio4w"
+          },
+          {
+            "expr": "sum by (job, name) (rate(resilience_circuitbreaker_calls_total{name=\"ledger-db\", kind!=\"ignored\"}[5m]))\n+\n(\n  sum by (job, name) (rate(resilience_circuitbreaker_not_permitted_calls_total{name=\"ledger-db\"}[5m]))\nor\n  0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n)\n+\n(\n  sum by (job, name) (rate(resilience_bulkhead_calls_total{name=\"ledger-db\", kind=\"rejected\"}[5m]))\nor\n  0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_calls:rate5m"
+          },
+          {
+            "expr": "clamp_min(\n  (\n    sum by (job, name) (rate(resilience_circuitbreaker_calls_total{name=\"ledger-db\", kind=~\"failed|slow_failed\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n  )\n  +\n  (\n    sum by (job, name) (rate(resilience_circuitbreaker_not_permitted_calls_total{name=\"ledger-db\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n  )\n  +\n  (\n    sum by (job, name) (rate(resilience_bulkhead_calls_total{name=\"ledger-db\", kind=\"rejected\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n  ),\n  0\n)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_calls:rate5m"
+          },
+          {
+            "expr": "job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}\n/\n(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"} \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate5m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[30m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[30m]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30m"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[1h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[1h]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1h"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[2h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[2h]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate2h"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[6h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[6h]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate6h"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[1d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[1d]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1d"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[3d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[3d]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate3d"
+          },
+          {
+            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[30d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[30d]) \u003e 0)",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30d"
+          },
+          {
+            "expr": "1 - job_name_slo:resilience_slo_bad_per_call:ratio_rate30d{slo=\"ledger-db\"} / 0.0005",
+            "labels": {
+              "slo": "ledger-db"
+            },
+            "record": "job_name_slo:resilience_slo_error_budget_remaining:ratio30d"
+          }
+        ]
       }
     ],
   },
@@ -113,7 +349,7 @@
               "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) tripped on {{ with $labels.cause }}{{ . }}{{ else }}an unknown cause{{ end }} and has not been closed for {{ $value | humanizeDuration }} (threshold 2m); it rejected calls or failed its half-open probes in the last 2m: the dependency is still down for this process.",
               "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) is stuck open while calls keep arriving."
             },
-            "expr": "(\n  time()\n  -\n  topk by (job, name, instance) (1, max by (job, name, instance, cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0))\n  unless on (job, name, instance)\n  resilience_circuitbreaker_tripped_since_timestamp_seconds == 0\n) \u003e 120\nand on (job, name, instance)\njob_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m",
+            "expr": "(\n  time()\n  -\n  (\n    max by (job, name, instance, cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0)\n    == on (job, name, instance) group_left ()\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0)\n  )\n  unless on (job, name, instance)\n  resilience_circuitbreaker_tripped_since_timestamp_seconds == 0\n) \u003e 120\nand on (job, name, instance)\njob_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m",
             "for": "1m",
             "labels": {
               "severity": "warning"
@@ -362,83 +598,6 @@
         "name": "stormwatch-slo-payments",
         "rules": [
           {
-            "expr": "sum by (job, name) (rate(resilience_retry_calls_total{name=\"payments\", kind!=\"aborted\"}[5m]))",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_calls:rate5m"
-          },
-          {
-            "expr": "clamp_min(\n  (\n    sum by (job, name) (rate(resilience_retry_calls_total{name=\"payments\", kind=~\"failed_without_retry|failed_with_retry\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=\"payments\"})\n  )\n  -\n  (\n    sum by (job, name) (rate(resilience_retry_errors_total{name=\"payments\", class=\"http_4xx\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=\"payments\"})\n  ),\n  0\n)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_calls:rate5m"
-          },
-          {
-            "expr": "job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}\n/\n(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"} \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate5m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[30m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[30m]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[1h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[1h]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1h"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[2h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[2h]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate2h"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[6h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[6h]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate6h"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[1d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[1d]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1d"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[3d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[3d]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate3d"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"payments\"}[30d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"payments\"}[30d]) \u003e 0)",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30d"
-          },
-          {
-            "expr": "1 - job_name_slo:resilience_slo_bad_per_call:ratio_rate30d{slo=\"payments\"} / 0.001",
-            "labels": {
-              "slo": "payments"
-            },
-            "record": "job_name_slo:resilience_slo_error_budget_remaining:ratio30d"
-          },
-          {
             "alert": "DependencyErrorBudgetBurn",
             "annotations": {
               "dashboard_url": "/d/stormwatch-slos?var-job={{ $labels.job | urlquery }}\u0026var-name={{ $labels.name | urlquery }}",
@@ -507,83 +666,6 @@
       {
         "name": "stormwatch-slo-storefront",
         "rules": [
-          {
-            "expr": "sum by (job, name) (rate(resilience_retry_calls_total{name=~\"inventory|recommendations\", kind!=\"aborted\"}[4m40s]))",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_calls:rate4m40s"
-          },
-          {
-            "expr": "clamp_min(\n  (\n    sum by (job, name) (rate(resilience_retry_calls_total{name=~\"inventory|recommendations\", kind=~\"failed_without_retry|failed_with_retry\"}[4m40s]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=~\"inventory|recommendations\"})\n  )\n  -\n  (\n    sum by (job, name) (rate(resilience_retry_errors_total{name=~\"inventory|recommendations\", class=\"http_4xx\"}[4m40s]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=~\"inventory|recommendations\"})\n  )\n  -\n  (\n    sum by (job, name) (rate(resilience_fallback_calls_total{name=~\"inventory|recommendations\"}[4m40s]))\n  or\n    0 * group by (job, name) (resilience_retry_calls_total{name=~\"inventory|recommendations\"})\n  ),\n  0\n)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_calls:rate4m40s"
-          },
-          {
-            "expr": "job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}\n/\n(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"} \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate4m40s"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[28m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[28m]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate28m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[56m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[56m]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate56m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[1h52m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[1h52m]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1h52m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[5h36m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[5h36m]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate5h36m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[22h24m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[22h24m]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate22h24m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[2d19h12m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[2d19h12m]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate2d19h12m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate4m40s{slo=\"storefront\"}[4w])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate4m40s{slo=\"storefront\"}[4w]) \u003e 0)",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate4w"
-          },
-          {
-            "expr": "1 - job_name_slo:resilience_slo_bad_per_call:ratio_rate4w{slo=\"storefront\"} / 0.01",
-            "labels": {
-              "slo": "storefront"
-            },
-            "record": "job_name_slo:resilience_slo_error_budget_remaining:ratio4w"
-          },
           {
             "alert": "DependencyErrorBudgetBurn",
             "annotations": {
@@ -657,83 +739,6 @@
       {
         "name": "stormwatch-slo-ledger-db",
         "rules": [
-          {
-            "expr": "sum by (job, name) (rate(resilience_circuitbreaker_calls_total{name=\"ledger-db\", kind!=\"ignored\"}[5m]))\n+\n(\n  sum by (job, name) (rate(resilience_circuitbreaker_not_permitted_calls_total{name=\"ledger-db\"}[5m]))\nor\n  0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n)\n+\n(\n  sum by (job, name) (rate(resilience_bulkhead_calls_total{name=\"ledger-db\", kind=\"rejected\"}[5m]))\nor\n  0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_calls:rate5m"
-          },
-          {
-            "expr": "clamp_min(\n  (\n    sum by (job, name) (rate(resilience_circuitbreaker_calls_total{name=\"ledger-db\", kind=~\"failed|slow_failed\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n  )\n  +\n  (\n    sum by (job, name) (rate(resilience_circuitbreaker_not_permitted_calls_total{name=\"ledger-db\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n  )\n  +\n  (\n    sum by (job, name) (rate(resilience_bulkhead_calls_total{name=\"ledger-db\", kind=\"rejected\"}[5m]))\n  or\n    0 * group by (job, name) (resilience_circuitbreaker_calls_total{name=\"ledger-db\"})\n  ),\n  0\n)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_calls:rate5m"
-          },
-          {
-            "expr": "job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}\n/\n(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"} \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate5m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[30m])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[30m]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30m"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[1h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[1h]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1h"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[2h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[2h]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate2h"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[6h])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[6h]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate6h"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[1d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[1d]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate1d"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[3d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[3d]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate3d"
-          },
-          {
-            "expr": "sum_over_time(job_name_slo:resilience_slo_bad_calls:rate5m{slo=\"ledger-db\"}[30d])\n/\n(sum_over_time(job_name_slo:resilience_slo_calls:rate5m{slo=\"ledger-db\"}[30d]) \u003e 0)",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_bad_per_call:ratio_rate30d"
-          },
-          {
-            "expr": "1 - job_name_slo:resilience_slo_bad_per_call:ratio_rate30d{slo=\"ledger-db\"} / 0.0005",
-            "labels": {
-              "slo": "ledger-db"
-            },
-            "record": "job_name_slo:resilience_slo_error_budget_remaining:ratio30d"
-          },
           {
             "alert": "DependencyErrorBudgetBurn",
             "annotations": {

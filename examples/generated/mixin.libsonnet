@@ -55,7 +55,7 @@
             "record": "job_name:resilience_retry_attempts_per_call:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
+            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
             "record": "job_name:resilience_retry_rescued_per_retried_call:ratio_rate5m"
           },
           {
@@ -63,7 +63,7 @@
             "record": "job_name_kind:resilience_bulkhead_calls:rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=~\"rejected\"})\n/\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m)",
+            "expr": "sum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m{kind=\"rejected\"})\n/\nsum by (job, name) (job_name_kind:resilience_bulkhead_calls:rate5m)",
             "record": "job_name:resilience_bulkhead_rejected_per_call:ratio_rate5m"
           },
           {
@@ -113,7 +113,7 @@
               "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) tripped on {{ with $labels.cause }}{{ . }}{{ else }}an unknown cause{{ end }} and has not been closed for {{ $value | humanizeDuration }} (threshold 2m); it rejected calls or failed its half-open probes in the last 2m: the dependency is still down for this process.",
               "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}, instance={{ $labels.instance }}) is stuck open while calls keep arriving."
             },
-            "expr": "(\n  time()\n  -\n  topk by (job, name, instance) (1, max by (job, name, instance, cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0))\n  unless on (job, name, instance)\n  resilience_circuitbreaker_tripped_since_timestamp_seconds == 0\n) \u003e 120\nand on (job, name, instance)\njob_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m",
+            "expr": "(\n  time()\n  -\n  (\n    max by (job, name, instance, cause) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0)\n    == on (job, name, instance) group_left ()\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_tripped_since_timestamp_seconds[45s]) \u003e 0)\n  )\n  unless on (job, name, instance)\n  resilience_circuitbreaker_tripped_since_timestamp_seconds == 0\n) \u003e 120\nand on (job, name, instance)\njob_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m",
             "for": "1m",
             "labels": {
               "severity": "warning"

@@ -48,6 +48,16 @@ func httpxTransport(b *testing.B) *httpx.Transport {
 	return tr
 }
 
+// httpxDefaultTransport is httpx.NewTransport with its default pipeline (httpx.DefaultPipeline:
+// the default retry and circuit breaker, no timeout layer).
+func httpxDefaultTransport(b *testing.B) http.RoundTripper {
+	tr, err := httpx.NewTransport(plainTransport(b), httpx.WithRegistry(scrapedRegistry(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
 func failsafeTransport(b *testing.B) http.RoundTripper {
 	rp := retrypolicy.NewBuilder[*http.Response]().WithMaxAttempts(3).
 		WithBackoff(100*time.Millisecond, 10*time.Second).WithJitterFactor(0.5).Build()
@@ -85,6 +95,7 @@ func BenchmarkHTTPXOverhead(b *testing.B) {
 	}{
 		{"plain", func(b *testing.B) http.RoundTripper { return plainTransport(b) }},
 		{"httpx", func(b *testing.B) http.RoundTripper { return httpxTransport(b) }},
+		{"httpx_default", httpxDefaultTransport},
 		{"failsafehttp", failsafeTransport},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -42,6 +42,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/histogram"
+	"github.com/stormwatch-go/stormwatch/instrument/internal/ticks"
 )
 
 // Breaker is a circuit breaker. Create it with [New] (or a registry); it is safe for concurrent
@@ -50,6 +51,7 @@ type Breaker struct {
 	name string
 	clk  clock.Clock
 	real bool      // clk is the wall clock: read monotonic time with time.Since
+	tsc  bool      // real, and call durations are measured with the time-stamp counter (package ticks)
 	base time.Time // origin of the breaker's monotonic nanoseconds
 
 	cur atomic.Pointer[epoch]
@@ -101,6 +103,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 	if _, ok := b.clk.(clock.Real); ok {
 		b.real = true
 		b.base = time.Now()
+		b.tsc = ticks.Enabled()
 	} else {
 		b.base = b.clk.Now()
 	}

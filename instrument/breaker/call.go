@@ -8,6 +8,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
 	"github.com/stormwatch-go/stormwatch/instrument/classify"
+	"github.com/stormwatch-go/stormwatch/instrument/internal/ticks"
 )
 
 // Every way of calling through a breaker — Do, Call and Acquire — is Acquire followed by
@@ -19,7 +20,7 @@ import (
 type Permit struct {
 	b     *Breaker
 	e     *epoch // the epoch that admitted the call; a half-open one makes it a probe
-	start int64  // when the call was admitted (breaker ns), if timed
+	start int64  // when the call was admitted (breaker ns, or ticks.Now when b.tsc), if timed
 	timed bool   // the breaker measures this call's duration
 }
 
@@ -39,9 +40,18 @@ func (b *Breaker) Acquire() (Permit, error) {
 // admit returns the permit of a call admitted by epoch e.
 func (b *Breaker) admit(e *epoch, s *settings) Permit {
 	if s.timed || s.outcomes.Active() {
-		return Permit{b: b, e: e, start: b.now(), timed: true}
+		return Permit{b: b, e: e, start: b.callStart(), timed: true}
 	}
 	return Permit{b: b, e: e}
+}
+
+// callStart reads the clock that measures a call's duration: the time-stamp counter where it
+// serves (half the cost of a monotonic read, see package ticks), else the breaker's time.
+func (b *Breaker) callStart() int64 {
+	if b.tsc {
+		return ticks.Now()
+	}
+	return b.now()
 }
 
 // acquireSlow is Acquire in every state but closed and metrics_only: it rejects, admits a
@@ -156,8 +166,12 @@ func (b *Breaker) record(p Permit, r result) {
 	s := b.set.Load()
 	end := int64(-1) // when the call ended (breaker ns), once read
 	if p.timed && !r.given {
-		end = b.now()
-		r.d, r.given = end-p.start, true
+		if b.tsc {
+			r.d, r.given = int64(ticks.Duration(p.start, ticks.Now())), true
+		} else {
+			end = b.now()
+			r.d, r.given = end-p.start, true
+		}
 	}
 
 	// 1. The kind of call: its error through the classifier, its duration against the

@@ -31,6 +31,9 @@ import (
 	"strings"
 )
 
+// metric is the time unit read into sample.ns (-metric).
+var metric = "ns/op"
+
 type sample struct {
 	ns, bytes, allocs float64
 }
@@ -45,6 +48,7 @@ func main() {
 	labels := flag.String("labels", "before,after", "labels in column order; ratios are to the first")
 	match := flag.String("match", ".", "regular expression selecting benchmarks")
 	alias := flag.String("alias", "", "comma-separated label:name=canonical renames")
+	flag.StringVar(&metric, "metric", "ns/op", "the time metric tabulated (cpu-ns/op where the benchmark reports it)")
 	var refs refFlag
 	flag.Var(&refs, "ref", "RE=REPL: a benchmark's reference is its name with RE replaced by REPL (repeatable)")
 	flag.Parse()
@@ -243,6 +247,8 @@ func parse(file, round, label string, renames map[string]string, res results) er
 				continue
 			}
 			switch fields[i+1] {
+			case metric:
+				s.ns = v
 			case "B/op":
 				s.bytes = v
 			case "allocs/op":

@@ -9,7 +9,11 @@
 // (catalog.State, catalog.CallKind, catalog.TripCause), and call durations are recorded in a
 // histogram.Histogram. A call through a closed breaker costs a few atomic operations and
 // allocates nothing; with a count-based or consecutive window, slow-call detection off and the
-// duration histogram off, it does not read the clock either.
+// duration histogram off, it does not read the clock either. On the wall clock a call's duration
+// (for the histogram and slow-call detection) is measured with the CPU's time-stamp counter
+// where the kernel keeps time with it (linux/amd64, clocksource tsc; calibrated once, within
+// 0.1 %), which costs about half of a monotonic clock read; elsewhere, and for everything that
+// decides by time, the breaker reads the monotonic clock.
 //
 // Three ways to call through a breaker:
 //

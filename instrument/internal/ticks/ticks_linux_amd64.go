@@ -3,13 +3,12 @@ package ticks
 import (
 	"bytes"
 	"os"
-	_ "unsafe" // go:linkname
 )
 
-// cputicks is the runtime's read of the time-stamp counter (RDTSCP, or LFENCE and RDTSC).
-//
-//go:linkname cputicks runtime.cputicks
-func cputicks() int64
+// rdtsc reads the time-stamp counter (rdtsc_linux_amd64.s).
+func rdtsc() int64
+
+func cputicks() int64 { return rdtsc() }
 
 // supported reports whether the kernel keeps time with the time-stamp counter.
 func supported() bool {

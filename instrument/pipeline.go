@@ -549,7 +549,7 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.
 		if h.Retain != nil {
 			err = ta.Record(err)
 			timed = false
-			v = h.Retain(v, ta.Release)
+			v = h.Retain(v, ta.ReleaseFunc())
 		} else {
 			timed = false
 			err = ta.Done(err)

@@ -9,6 +9,14 @@
 //
 //	go run ./tabulate -dir raw -labels before,after -match 'Breaker' \
 //	    -alias 'before:stormwatch/1000=stormwatch/default/1000'
+//
+// With -ref RE=REPL (repeatable) it adds a second table: for every benchmark whose name RE
+// matches, its reference is the name with RE replaced by REPL (a peer, or the plain call), and
+// for every label the median over rounds of (benchmark ÷ reference) within the same round and
+// binary, with the difference of their allocs/op (largest seen):
+//
+//	go run ./tabulate -dir raw -match 'Breaker|HTTP' \
+//	    -ref '/stormwatch_[a-z_]+/=/gobreaker/' -ref 'Overhead/httpx[a-z_]*=Overhead/plain'
 package main
 
 import (
@@ -22,6 +30,9 @@ import (
 	"strconv"
 	"strings"
 )
+
+// metric is the time unit read into sample.ns (-metric).
+var metric = "ns/op"
 
 type sample struct {
 	ns, bytes, allocs float64
@@ -37,14 +48,40 @@ func main() {
 	labels := flag.String("labels", "before,after", "labels in column order; ratios are to the first")
 	match := flag.String("match", ".", "regular expression selecting benchmarks")
 	alias := flag.String("alias", "", "comma-separated label:name=canonical renames")
+	flag.StringVar(&metric, "metric", "ns/op", "the time metric tabulated (cpu-ns/op where the benchmark reports it)")
+	var refs refFlag
+	flag.Var(&refs, "ref", "RE=REPL: a benchmark's reference is its name with RE replaced by REPL (repeatable)")
 	flag.Parse()
-	if err := run(*dir, strings.Split(*labels, ","), *match, *alias); err != nil {
+	if err := run(*dir, strings.Split(*labels, ","), *match, *alias, refs); err != nil {
 		fmt.Fprintln(os.Stderr, "tabulate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, labels []string, match, alias string) error {
+// ref maps a benchmark name to the name of its reference.
+type ref struct {
+	re   *regexp.Regexp
+	repl string
+}
+
+type refFlag []ref
+
+func (f *refFlag) String() string { return fmt.Sprint(len(*f), " references") }
+
+func (f *refFlag) Set(v string) error {
+	pat, repl, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("want RE=REPL, got %q", v)
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, ref{re, repl})
+	return nil
+}
+
+func run(dir string, labels []string, match, alias string, refs []ref) error {
 	re, err := regexp.Compile(match)
 	if err != nil {
 		return fmt.Errorf("-match %q: %w", match, err)
@@ -133,7 +170,53 @@ func run(dir string, labels []string, match, alias string) error {
 		}
 		fmt.Println(row)
 	}
+	if len(refs) > 0 {
+		refTable(res, labels, names, refs)
+	}
 	return nil
+}
+
+// refTable prints, for each benchmark with a reference, the paired median of benchmark ÷
+// reference per label, and the difference of their largest allocs/op.
+func refTable(res results, labels, names []string, refs []ref) {
+	head, sep := "\n| benchmark | reference |", "|---|---|"
+	for _, l := range labels {
+		head += fmt.Sprintf(" %s ÷ reference (paired median) | %s allocs/op − reference |", l, l)
+		sep += "---:|---:|"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	for _, n := range names {
+		refName := ""
+		for _, r := range refs {
+			if r.re.MatchString(n) {
+				refName = r.re.ReplaceAllString(n, r.repl)
+				break
+			}
+		}
+		if refName == "" || refName == n {
+			continue
+		}
+		row := fmt.Sprintf("| %s | %s |", strings.TrimPrefix(n, "Benchmark"), strings.TrimPrefix(refName, "Benchmark"))
+		for _, l := range labels {
+			var ratios []float64
+			var a, ra float64
+			for round, s := range res[l][n] {
+				rs, ok := res[l][refName][round]
+				if !ok || rs.ns <= 0 {
+					continue
+				}
+				ratios = append(ratios, s.ns/rs.ns)
+				a, ra = max(a, s.allocs), max(ra, rs.allocs)
+			}
+			if len(ratios) == 0 {
+				row += " — | — |"
+				continue
+			}
+			row += fmt.Sprintf(" %.2f | %+.0f |", median(ratios), a-ra)
+		}
+		fmt.Println(row)
+	}
 }
 
 func parse(file, round, label string, renames map[string]string, res results) error {
@@ -164,6 +247,8 @@ func parse(file, round, label string, renames map[string]string, res results) er
 				continue
 			}
 			switch fields[i+1] {
+			case metric:
+				s.ns = v
 			case "B/op":
 				s.bytes = v
 			case "allocs/op":

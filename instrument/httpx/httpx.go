@@ -73,6 +73,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,7 +259,8 @@ type Transport struct {
 
 	pipelines sync.Map // key → cachedPipeline, only keys with primitives of their own
 	cached    atomic.Int64
-	evictions atomic.Uint64 // the registry's eviction count the cache was last emptied at
+	evictions atomic.Uint64            // the registry's eviction count the cache was last emptied at
+	lastMs    atomic.Pointer[msHeader] // the timeout header's last value (see msValue)
 }
 
 // cachedPipeline is a cached pipeline and the registry's eviction count when it was checked:
@@ -384,16 +386,20 @@ func hostKey(req *http.Request) string {
 // a rejection by the breaker (errors.Is(err, breaker.ErrOpen)) or the bulkhead
 // (errors.Is(err, bulkhead.ErrFull)), or an expired deadline. It never modifies req.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	s := &call{t: t, orig: req, req: req}
-	defer s.closeUnsentBody()
 	key := t.key(req)
 	if key == "" {
+		closeBody(req)
 		return nil, fmt.Errorf("httpx: the key function returned an empty name for %s", Endpoint(req))
 	}
 	p, err := t.Pipeline(key)
 	if err != nil {
+		closeBody(req)
 		return nil, err
 	}
+	s := getCall(t, req)
+	// A hedged pipeline may still run an attempt after the call returned: its state is not
+	// recycled then.
+	defer s.end(p.Hedge() == nil)
 	s.idempotent = IsIdempotent(req)
 	if !s.idempotent && t.genKey != nil && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
 		s.req = req.Clone(req.Context()) // never modify the caller's request
@@ -402,7 +408,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s.rewindable = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	h := retry.Hooks[*http.Response]{
-		Check:   s.check,
+		Check:   s.checkFn,
 		Discard: DiscardResponse,
 		Status:  responseStatus,
 		Retain:  retain,
@@ -412,10 +418,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var fb fallback.Func[*http.Response]
 	if t.fallback != nil {
-		fb = s.fallback
+		fb = s.fallbackFn
 	}
 	ctx := s.hedgeContext(req.Context(), p)
-	resp, fromFallback, err := instrument.CallWith(ctx, p, s.attempt, h, fb)
+	resp, fromFallback, err := instrument.CallWith(ctx, p, s.attemptFn, h, fb)
 	if fromFallback {
 		if err != nil {
 			return nil, err
@@ -435,7 +441,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
-// call is the state of one RoundTrip.
+// call is the state of one RoundTrip. It is recycled (callPool) with its method values bound
+// once, so that a request costs none of these allocations.
 type call struct {
 	t          *Transport
 	orig       *http.Request // the caller's request
@@ -448,6 +455,34 @@ type call struct {
 
 	bodyBlocked        atomic.Bool // a retryable failure was not retried because the body cannot be rewound
 	downstreamDisabled atomic.Bool // a response carried the do-not-retry signal
+
+	// s.attempt, s.check and s.fallback, bound when the call was made.
+	attemptFn  func(context.Context) (*http.Response, error)
+	checkFn    func(*http.Response, error) error
+	fallbackFn fallback.Func[*http.Response]
+}
+
+var callPool = sync.Pool{New: func() any {
+	s := new(call)
+	s.attemptFn, s.checkFn, s.fallbackFn = s.attempt, s.check, s.fallback
+	return s
+}}
+
+// getCall returns the fresh state of a RoundTrip of req.
+func getCall(t *Transport, req *http.Request) *call {
+	s := callPool.Get().(*call)
+	s.t, s.orig, s.req = t, req, req
+	return s
+}
+
+// end finishes the call: it closes a request body the base transport never received and,
+// when recycle is set, returns the state to the pool.
+func (s *call) end(recycle bool) {
+	s.closeUnsentBody()
+	if recycle {
+		*s = call{attemptFn: s.attemptFn, checkFn: s.checkFn, fallbackFn: s.fallbackFn}
+		callPool.Put(s)
+	}
 }
 
 // attempt sends one attempt under the attempt context.
@@ -456,7 +491,18 @@ func (s *call) attempt(actx context.Context) (*http.Response, error) {
 	if n > 1 { // the first attempt's context stays as it is: no allocation
 		actx = context.WithValue(actx, resendKey{}, n-1)
 	}
-	ar := s.req.WithContext(actx)
+	dl, hasDeadline := actx.Deadline()
+	var ms int64
+	if hasDeadline {
+		if ms = time.Until(dl).Milliseconds(); ms <= 0 { // (before a body is rewound for it)
+			return nil, &expiredError{endpoint: Endpoint(s.req)}
+		}
+	}
+	ar := s.req
+	setHeader := hasDeadline && s.t.timeoutHeader != ""
+	if !sameContext(actx, s.req.Context()) || setHeader || (n > 1 && s.req.Body != nil && s.req.Body != http.NoBody) {
+		ar = s.req.WithContext(actx) // a shallow copy: the caller's request is never modified
+	}
 	if n > 1 && s.req.Body != nil && s.req.Body != http.NoBody {
 		if s.req.GetBody == nil { // not reached: check stops retries of such requests
 			return nil, classify.Permanent(errors.New("httpx: the request body cannot be rewound"))
@@ -467,26 +513,82 @@ func (s *call) attempt(actx context.Context) (*http.Response, error) {
 		}
 		ar.Body = body
 	}
-	if dl, ok := actx.Deadline(); ok {
-		ms := time.Until(dl).Milliseconds()
-		if ms <= 0 {
-			if ar.Body != nil && ar.Body != s.req.Body {
-				_ = ar.Body.Close()
-			}
-			return nil, &expiredError{endpoint: Endpoint(s.req)}
-		}
-		if s.t.timeoutHeader != "" {
-			ar.Header = s.req.Header.Clone() // attempts may still be reading the previous map
-			if ar.Header == nil {
-				ar.Header = make(http.Header, 1)
-			}
-			ar.Header.Set(s.t.timeoutHeader, strconv.FormatInt(ms, 10))
-		}
+	if setHeader {
+		// A new map per attempt: an earlier attempt's request may still be being written.
+		ar.Header = withHeader(s.req.Header, s.t.timeoutHeader, s.t.msValue(ms))
 	}
 	if n == 1 {
 		s.bodySent.Store(true)
 	}
 	return s.t.base.RoundTrip(ar)
+}
+
+// sameContext reports whether a and b are certainly the same context, without the run-time
+// panic of comparing two values of a type that is not comparable: pointers are compared, values
+// of a zero-size type (context.Background) are equal, and other values are never the same.
+func sameContext(a, b context.Context) bool {
+	ta := reflect.TypeOf(a)
+	if ta == nil || ta != reflect.TypeOf(b) {
+		return false
+	}
+	switch {
+	case ta.Kind() == reflect.Pointer:
+		return a == b
+	case ta.Size() == 0:
+		return true
+	}
+	return false
+}
+
+// withHeader returns a copy of h (its values copied, as by Header.Clone) in which name holds
+// value; name is canonical. The copy's values and the map are two allocations.
+func withHeader(h http.Header, name string, value []string) http.Header {
+	nv := 0
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	var sv []string
+	if nv > 0 {
+		sv = make([]string, nv)
+	}
+	h2 := make(http.Header, len(h)+1)
+	for k, vv := range h {
+		if vv == nil {
+			h2[k] = nil // preserve nil, as Header.Clone does
+			continue
+		}
+		n := copy(sv, vv)
+		h2[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	h2[name] = value
+	return h2
+}
+
+// msValue returns the header value for ms milliseconds, as a one-element slice that is never
+// modified: the value of the last request is kept and shared while ms stays the same (the
+// first attempt's time left is nearly always the same), so that it costs no allocation.
+func (t *Transport) msValue(ms int64) []string {
+	if c := t.lastMs.Load(); c != nil && c.ms == ms {
+		return c.v[:]
+	}
+	c := &msHeader{ms: ms}
+	c.v[0] = strconv.FormatInt(ms, 10)
+	t.lastMs.Store(c)
+	return c.v[:]
+}
+
+// msHeader is the cached value of the timeout header.
+type msHeader struct {
+	ms int64
+	v  [1]string
+}
+
+// closeBody closes the body of a request that is never sent (the RoundTripper contract).
+func closeBody(req *http.Request) {
+	if req.Body != nil && req.Body != http.NoBody {
+		_ = req.Body.Close()
+	}
 }
 
 // resendKey is the context key of the resend count of a Transport's retries.
@@ -586,7 +688,9 @@ func (s *call) signal(ctx context.Context, err error) {
 		MarkRetryDisabled(ctx)
 		return
 	}
-	NoteError(ctx, err)
+	if err != nil { // (NoteError of a nil error costs an allocation and says no)
+		NoteError(ctx, err)
+	}
 }
 
 // FromFallback reports whether resp was produced by the transport's fallback function, and why

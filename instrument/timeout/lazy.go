@@ -25,14 +25,13 @@ type lazyCtx struct {
 	pdl    time.Time // the parent's deadline, when it is the attempt's (own == false)
 	cause  error     // the Timeout's *TimedOutError, compared by identity
 
-	inner    atomic.Pointer[innerCtx]
+	// The inner context and its cancel, written once under mu before ready is set: read them
+	// only after ready.Load() returned true (no allocation of their own).
+	inner    context.Context
+	cancel   context.CancelFunc
+	ready    atomic.Bool
 	released atomic.Bool
 	mu       sync.Mutex // serialises creating inner
-}
-
-type innerCtx struct {
-	ctx    context.Context
-	cancel context.CancelFunc
 }
 
 // monoBase is the origin of lazyCtx deadlines: reading the monotonic clock alone
@@ -54,25 +53,24 @@ func newLazyCtx(parent context.Context, now int64, limit time.Duration, cause er
 
 // get returns the inner context, creating it on first use.
 func (c *lazyCtx) get() context.Context {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx
+	if c.ready.Load() {
+		return c.inner
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if in := c.inner.Load(); in != nil {
-		return in.ctx
+	if c.ready.Load() {
+		return c.inner
 	}
-	var in innerCtx
 	if c.own {
-		in.ctx, in.cancel = context.WithDeadlineCause(c.parent, c.deadline(), c.cause)
+		c.inner, c.cancel = context.WithDeadlineCause(c.parent, c.deadline(), c.cause)
 	} else { // the parent's deadline is the attempt's: it ends the context, not ours
-		in.ctx, in.cancel = context.WithCancel(c.parent)
+		c.inner, c.cancel = context.WithCancel(c.parent)
 	}
-	c.inner.Store(&in)
+	c.ready.Store(true)
 	if c.released.Load() { // released before anyone watched: end it at once
-		in.cancel()
+		c.cancel()
 	}
-	return in.ctx
+	return c.inner
 }
 
 func (c *lazyCtx) deadline() time.Time {
@@ -90,8 +88,8 @@ func (c *lazyCtx) Done() <-chan struct{} { return c.get().Done() }
 
 // Err returns why the context ended, or nil.
 func (c *lazyCtx) Err() error {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Err()
+	if c.ready.Load() {
+		return c.inner.Err()
 	}
 	if c.released.Load() || c.parent.Err() != nil || monoNow() >= c.at {
 		return c.get().Err()
@@ -101,8 +99,8 @@ func (c *lazyCtx) Err() error {
 
 // Value returns the value for key.
 func (c *lazyCtx) Value(key any) any {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Value(key)
+	if c.ready.Load() {
+		return c.inner.Value(key)
 	}
 	return c.parent.Value(key)
 }
@@ -114,16 +112,16 @@ func (c *lazyCtx) String() string { return "timeout.attemptContext" }
 // the inner context, or get sees the released flag: it is cancelled in both cases.
 func (c *lazyCtx) release() {
 	c.released.Store(true)
-	if in := c.inner.Load(); in != nil {
-		in.cancel()
+	if c.ready.Load() {
+		c.cancel()
 	}
 }
 
 // ownFired reports whether the attempt's own deadline (not the parent's) ended the context, or
 // would have if anyone had been watching it.
 func (c *lazyCtx) ownFired() bool {
-	if in := c.inner.Load(); in != nil {
-		return context.Cause(in.ctx) == c.cause
+	if c.ready.Load() {
+		return context.Cause(c.inner) == c.cause
 	}
 	return c.own && monoNow() >= c.at
 }

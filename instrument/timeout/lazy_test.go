@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // The wall-clock attempt context is created lazily; these tests check that it behaves like
@@ -141,4 +142,37 @@ func TestDoOnTheWallClockAllocatesOnce(t *testing.T) {
 	fn := func(context.Context) error { return nil }
 	assert.Equal(t, 1.0, testing.AllocsPerRun(1000, func() { _ = to.Do(ctx, fn) }),
 		"an attempt that does not watch its context costs one allocation and no timer")
+}
+
+// ReleaseFunc is Release as a function value: it ends the attempt's context whether or not the
+// context was watched, and costs nothing once it was (the inner context's cancel).
+func TestReleaseFunc(t *testing.T) {
+	to, err := New("api", Config{Timeout: time.Hour})
+	require.NoError(t, err)
+
+	actx, a := to.Start(context.Background())
+	require.NoError(t, a.Record(nil))
+	a.ReleaseFunc()() // never watched
+	assert.Equal(t, context.Canceled, actx.Err())
+	assert.False(t, a.fired())
+
+	actx, a = to.Start(context.Background())
+	done := actx.Done() // watched, as net/http does
+	require.NoError(t, a.Record(nil))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = a.ReleaseFunc() }))
+	a.ReleaseFunc()()
+	<-done
+	assert.Equal(t, context.Canceled, actx.Err())
+	assert.Equal(t, context.Canceled, context.Cause(actx), "released, not timed out")
+	assert.False(t, a.fired())
+	a.Release() // releasing twice is harmless
+
+	fake := clock.NewFake(time.Unix(0, 0))
+	tf, err := New("api", Config{Timeout: time.Second, Clock: fake})
+	require.NoError(t, err)
+	fctx, fa := tf.Start(context.Background())
+	fa.ReleaseFunc()()
+	<-fctx.Done()
+	assert.Equal(t, context.Canceled, fctx.Err())
+	assert.Equal(t, Snapshot{Calls: [catalog.NumTimeoutKinds]uint64{catalog.TimeoutSuccessful: 2}}, to.Snapshot())
 }

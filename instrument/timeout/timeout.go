@@ -201,6 +201,22 @@ func (a Attempt) Release() {
 	a.cancel()
 }
 
+// ReleaseFunc returns [Attempt.Release] as a function, for code that hands the attempt's end to
+// whoever reads its result last (a response body). It costs no allocation once the attempt's
+// context has been watched (its Done was called, as every blocking call does), nor with a clock
+// other than the wall clock.
+func (a Attempt) ReleaseFunc() func() {
+	if a.lazy != nil {
+		if a.lazy.ready.Load() {
+			// Once the inner context exists, cancelling it is all release does (the released
+			// flag only matters before): its cancel function is Release, already allocated.
+			return a.lazy.cancel
+		}
+		return a.Release
+	}
+	return a.cancel
+}
+
 // fired reports whether the attempt's own deadline (not the caller's) ended its context.
 func (a Attempt) fired() bool {
 	if a.lazy != nil {

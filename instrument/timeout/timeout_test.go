@@ -241,7 +241,7 @@ func TestOutcomes(t *testing.T) {
 func expire(t *testing.T, a Attempt) {
 	t.Helper()
 	require.NotNil(t, a.lazy, "a wall-clock attempt")
-	require.Nil(t, a.lazy.inner.Load(), "nobody watched the context yet")
+	require.False(t, a.lazy.ready.Load(), "nobody watched the context yet")
 	a.lazy.at = monoNow() - 1
 }
 

@@ -85,6 +85,17 @@ var matrix = []matrixRow{
 	// it (breakers, budget, fallbacks), and nothing pages — every alert on a rate needs a for of
 	// twice the rate window.
 	{scenario: demo.ScenarioRetryStorm, fires: map[string][]string{}},
+	// Hedging cuts inventory's straggler tail for about 5% more requests and raises nothing;
+	// while inventory is slow for everyone (0:15 to 1:15) the hedges lose and the budget
+	// refuses most of them.
+	{
+		scenario: demo.ScenarioStragglers,
+		fires: map[string][]string{
+			rules.AlertHedgeExtraLoadHigh:   {demo.Inventory},
+			rules.AlertHedgesRarelyWinning:  {demo.Inventory},
+			rules.AlertHedgeBudgetExhausted: {demo.Inventory},
+		},
+	},
 }
 
 const (

@@ -178,7 +178,7 @@ func hedgeLine(d *dependency, now, prev depCounts, elapsed time.Duration) string
 	if elapsed > 0 {
 		denied = fmt.Sprintf("denied %.1f/s", float64(now.denied-prev.denied)/elapsed.Seconds())
 	}
-	return fmt.Sprintf("  └ p99 hedged %s, unhedged %s · extra load %s · won %s · %s",
+	return fmt.Sprintf("  └ p99 hedged %s · unhedged %s · +%s load · won %s · %s",
 		p99(d.lat), p99(d.tw.lat), share(ran, now.hedged-prev.hedged), share(now.won-prev.won, ran), denied)
 }
 

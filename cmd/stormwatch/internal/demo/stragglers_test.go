@@ -114,7 +114,7 @@ func TestHedgingCutsTheStragglersTail(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	<-twinDone
 
-	assert.Equal(t, "  └ p99 hedged 140ms, unhedged 540ms · extra load 100% · won 100% · denied 0",
+	assert.Equal(t, "  └ p99 hedged 140ms · unhedged 540ms · +100% load · won 100% · denied 0",
 		hedgeLine(inv, inv.counts(), depCounts{}, 0))
 	rs := inv.rt.Snapshot()
 	assert.Equal(t, uint64(1), rs.Calls[catalog.RetrySuccessfulWithoutRetry], "the hedge's call, through the pipeline")

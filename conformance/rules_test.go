@@ -247,7 +247,7 @@ func TestRuleExpressionsParseAndUseTheCatalog(t *testing.T) {
 					}
 				}
 			}
-			assert.Equal(t, 39, n) // the recording rules (20) and the default alerts (19: 14 of the core primitives, 5 of the limiter and throttle)
+			assert.Equal(t, 42, n) // the recording rules (20) and the default alerts (22: 14 of the core primitives, 5 of the limiter and throttle, 3 of the hedge)
 		})
 	}
 }

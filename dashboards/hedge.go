@@ -20,10 +20,23 @@ func (v view) hedgeRow() rowBuilder {
 			description: "Hedges that ran per call: (won + lost + cancelled) / calls. The load hedging adds to the " +
 				"dependency; about 1 − the delay's quantile when the delay follows the latency.",
 			unit:  units.PercentUnit,
-			width: third,
+			width: half,
 			ratio: true,
 			targets: []target{{
 				expr:   ratio(started(), sumBy(v.agg, q.rate(catalog.HedgeCalls))),
+				legend: v.aggLegend,
+			}},
+		}.build(),
+		graph{
+			id:    704,
+			title: "Hedge win ratio",
+			description: "Share of the hedges that ran whose answer was the call's: won / (won + lost + cancelled). " +
+				"Low means hedging adds load for nothing: the slow calls are slow whatever attempt serves them, or the delay is too short.",
+			unit:  units.PercentUnit,
+			width: half,
+			ratio: true,
+			targets: []target{{
+				expr:   ratio(sumBy(v.agg, q.rate(catalog.HedgeAttempts, eq(catalog.LabelOutcome, catalog.HedgeWon.String()))), started()),
 				legend: v.aggLegend,
 			}},
 		}.build(),
@@ -32,7 +45,7 @@ func (v view) hedgeRow() rowBuilder {
 			title:       "Hedges by outcome",
 			description: "Hedges per second: won (their answer was the call's), lost (failed), cancelled (another attempt won first), budget_denied (refused by the budget shared with retries; never ran).",
 			unit:        units.OpsPerSecond,
-			width:       third,
+			width:       half,
 			stacked:     true,
 			targets: []target{{
 				expr:   sumBy(with(v.agg, catalog.LabelOutcome), q.rate(catalog.HedgeAttempts)),
@@ -44,7 +57,7 @@ func (v view) hedgeRow() rowBuilder {
 			title:       "Hedge delay",
 			description: "The delay after which a call is hedged: fixed, or a recent quantile of first-attempt latencies (0 while it warms up).",
 			unit:        units.Seconds,
-			width:       third,
+			width:       half,
 			targets:     []target{{expr: maxBy(v.inst, q.sel(catalog.HedgeDelay)), legend: v.instLegend}},
 		}.build(),
 	)

@@ -34,6 +34,7 @@ var symptoms = []string{
 	AlertBulkheadRejectionsHigh, AlertBulkheadSaturated, AlertSlowCallRateHigh,
 	AlertRetryStormContained, AlertLimiterSaturated, AlertLimiterRejectionsHigh,
 	AlertLimiterPinnedAtMinimum, AlertThrottleShedding,
+	AlertHedgeExtraLoadHigh, AlertHedgesRarelyWinning, AlertHedgeBudgetExhausted,
 }
 
 // inhibition is one inhibit rule: while source fires for a dependency (the same group_by
@@ -45,11 +46,15 @@ type inhibition struct {
 
 // inhibitions is the fragment's inhibition table: the alerts that say a dependency is down
 // (the outage page, the breaker open fleet-wide, the breaker stuck open) suppress the
-// symptoms, and the two critical ones also the warning that the breaker is stuck open.
+// symptoms, and the two critical ones also the warning that the breaker is stuck open; an
+// exhausted retry budget, the hedges' refusals of the budget they share.
 var inhibitions = []inhibition{
 	{alertOutage, append([]string{AlertStuckOpen}, symptoms...)},
 	{AlertOpenFleetWide, append([]string{AlertStuckOpen}, symptoms...)},
 	{AlertStuckOpen, symptoms},
+	// Retries and hedges of a dependency spend one budget: hedges refused while retries
+	// exhaust it are the retry storm's doing, which RetryBudgetExhausted reports.
+	{AlertRetryBudgetExhausted, []string{AlertHedgeBudgetExhausted}},
 }
 
 // routeTiming is a route's group_wait, group_interval and repeat_interval.

@@ -109,7 +109,7 @@ func TestAmtoolChecksTheFragment(t *testing.T) {
 			full := embedAlertmanager(t, userAlertmanager, frag, func(r string) string { return "http://127.0.0.1:9/" + r })
 			out, ok = runAmtool(t, "check-config", writeAmConfig(t, full))
 			assert.True(t, ok, "amtool check-config on the embedded fragment:\n%s\n%s", out, full)
-			assert.Contains(t, out, "4 inhibit rules")
+			assert.Contains(t, out, "5 inhibit rules")
 		})
 	}
 }

@@ -90,7 +90,8 @@ func TestAlertmanagerInhibitsSymptomsOfTheSameDependency(t *testing.T) {
 	}
 	assert.Contains(t, inhibited[alertOutage], AlertStuckOpen, "the page covers the stuck breaker")
 	assert.Contains(t, inhibited[AlertOpenFleetWide], AlertStuckOpen)
-	assert.Len(t, inhibited, 3)
+	assert.Equal(t, []string{AlertHedgeBudgetExhausted}, inhibited[AlertRetryBudgetExhausted], "retries that spent the shared budget cover the hedges' refusals")
+	assert.Len(t, inhibited, 4)
 	// No two alerts inhibit each other (both would go quiet).
 	for src, targets := range inhibited {
 		for _, tg := range targets {
@@ -130,8 +131,9 @@ func TestAlertmanagerFollowsGroupByAndDisabledAlerts(t *testing.T) {
 	assert.NotContains(t, routed, AlertStuckOpen)
 	assert.NotContains(t, routed, AlertRetryRateHigh)
 	assert.Contains(t, routed, AlertRetriesNotRescuing)
-	require.Len(t, c.InhibitRules, 2, "no rule for the disabled StuckOpen")
-	for _, ir := range c.InhibitRules {
+	require.Len(t, c.InhibitRules, 3, "no rule for the disabled StuckOpen")
+	assert.Equal(t, want, c.InhibitRules[2].Equal)
+	for _, ir := range c.InhibitRules[:2] { // the symptom rules; the third is the shared budget's
 		assert.Equal(t, want, ir.Equal)
 		assert.NotEqual(t, `alertname="`+AlertStuckOpen+`"`, ir.SourceMatchers[0])
 		targets := matcherNames(t, ir.TargetMatchers[0])

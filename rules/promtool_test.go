@@ -109,6 +109,11 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"fleet-wide on a single instance (min_instances dropped)", AlertOpenFleetWide, ") >= 2\n", ") >= 1\n", "a job of 1 instance(s)"},
 		{"fleet-wide counts disabled and forced-open breakers", AlertOpenFleetWide, `{state=~"open|half_open"}`, `{state!="closed"}`, "forced open by an operator"},
 		{"budget share inverted", AlertRetryBudgetExhausted, "> 0.1\n", "< 0.1\n", "at one call a second"},
+		{"hedges' extra load without a volume floor (one hedge pages)", AlertHedgeExtraLoadHigh, "* 300 >= 10", "* 300 >= 0", "a trickle"},
+		{"hedge win share flipped", AlertHedgesRarelyWinning, "< 0.2\n", "> 0.2\n", "fires when only"},
+		{"hedges rarely winning without a volume floor (a trickle fires)", AlertHedgesRarelyWinning, "* 300 >= 10", "* 300 >= 0", "a trickle"},
+		{"hedge budget share counts refusals among refusals only", AlertHedgeBudgetExhausted, "sum by (job, name) (rate(resilience_hedge_attempts_total[5m]))",
+			`sum by (job, name) (rate(resilience_hedge_attempts_total{outcome="budget_denied"}[5m]))`, "below the threshold"},
 		{"flapping held by keep_firing_for (resolves 25m after)", AlertFlapping, "        labels:\n", "        keep_firing_for: 10m\n        labels:\n", "resolves 15m after the last trip"},
 	}
 	rulesYAML, err := GeneratePrometheus(Config{})

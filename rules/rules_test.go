@@ -26,6 +26,7 @@ func TestDefaultAlertsMatchSpec(t *testing.T) {
 		"RetryRateHigh", "RetryRateSpike", "RetryBudgetExhausted", "RetriesNotRescuing",
 		"BulkheadRejectionsHigh", "BulkheadSaturated", "FallbackSustained", "SlowCallRateHigh",
 		"LimiterPinnedAtMinimum", "LimiterSaturated", "LimiterRejectionsHigh", "LimiterBaselineDrifting", "ThrottleShedding",
+		"HedgeExtraLoadHigh", "HedgesRarelyWinning", "HedgeBudgetExhausted",
 		"DependencyOutage", "RetryStormContained",
 	}
 	assert.ElementsMatch(t, want, AlertNames())
@@ -287,6 +288,10 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {Severity: "page"}}}, "alerts.CircuitBreakerStuckOpen.severity", `severity = "page": not one of info, warning, critical`},
 		{Config{Alerts: map[string]AlertConfig{AlertStuckOpen: {MinInstances: ptr(3)}}}, "alerts.CircuitBreakerStuckOpen.min_instances", "only CircuitBreakerOpenFleetWide has min_instances"},
 		{Config{Alerts: map[string]AlertConfig{AlertOpenFleetWide: {MinInstances: ptr(0)}}}, "alerts.CircuitBreakerOpenFleetWide.min_instances", "0: out of range [1, 10000]"},
+		{Config{Alerts: map[string]AlertConfig{AlertHedgeExtraLoadHigh: {Threshold: ptr(0.0)}}}, "alerts.HedgeExtraLoadHigh.threshold", "0: out of range (0, 10]"},
+		{Config{Alerts: map[string]AlertConfig{AlertHedgesRarelyWinning: {Threshold: ptr(1.5)}}}, "alerts.HedgesRarelyWinning.threshold", "1.5: out of range (0, 1]"},
+		{Config{Alerts: map[string]AlertConfig{AlertHedgeBudgetExhausted: {Threshold: ptr(1.0)}}}, "alerts.HedgeBudgetExhausted.threshold", "1: out of range [0, 1)"},
+		{Config{Alerts: map[string]AlertConfig{AlertHedgeBudgetExhausted: {For: ptr(-time.Minute)}}}, "alerts.HedgeBudgetExhausted.for", "negative"},
 		{Config{GrafanaBaseURL: "https://grafana.example.com/?orgId=1"}, "grafana_base_url", "query"},
 		{Config{GrafanaBaseURL: "https://x/{{ .Foo }}"}, "grafana_base_url", "not allowed in a URL"},
 		{Config{GrafanaBaseURL: "https://admin:pw@grafana.example.com"}, "grafana_base_url", "userinfo"},

@@ -73,6 +73,9 @@ func (c *scenario) value(tracks []*track, at time.Duration) float64 {
 	if v, ok := limitValue(c, tracks, at); ok {
 		return v
 	}
+	if v, ok := hedgeValue(c, tracks, at); ok {
+		return v
+	}
 	panic("rules: no value for the checks of " + c.sp.name)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -52,6 +53,7 @@ type Bridge struct {
 	fallbacks map[*fallback.Fallback]*fallbackAttrs
 	overflow  [][]metric.ObserveOption // by index in catalog.Primitives (the overflow and eviction counters)
 	limitMaps                          // limiters and throttles (limit.go)
+	hedgeMaps                          // hedges (hedge.go)
 }
 
 // Option configures a Bridge.
@@ -140,6 +142,7 @@ func New(reg *instrument.Registry, opts ...Option) (*Bridge, error) {
 		timeouts:  map[*timeout.Timeout]*timeoutAttrs{},
 		fallbacks: map[*fallback.Fallback]*fallbackAttrs{},
 		limitMaps: limitMaps{limiters: map[*limit.Limiter]*limitAttrs{}, throttles: map[*throttle.Throttle]*limitAttrs{}},
+		hedgeMaps: hedgeMaps{hedges: map[*hedge.Hedge]*hedgeAttrs{}},
 	}
 	for i, o := range opts {
 		if o == nil {

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -17,10 +19,12 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/collector"
 	"github.com/stormwatch-go/stormwatch/collector/internal/history"
 	"github.com/stormwatch-go/stormwatch/instrument"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
 )
@@ -284,6 +288,64 @@ func TestSameSeriesAndValuesAsThePrometheusCollector(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, th.Do(context.Background(), func(context.Context) error { return nil }))
 	t.Run("limiter and throttle", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
+
+	// A hedge that won once (its first attempt hung until cancelled), plus a budget refusal:
+	// calls, two outcomes above 0 and two at 0, and the delay.
+	budget := newTokens(1)
+	hd, err := h.Registry().Hedge("hedged-api", hedge.Config{Delay: 10 * time.Millisecond, Idempotent: true,
+		Clock: h.Clock(), Budget: budget})
+	require.NoError(t, err)
+	hedgeOnce(t, hd, budget, h.Clock())
+	hedgeOnce(t, hd, budget, h.Clock())
+	s := hd.Snapshot()
+	require.Equal(t, uint64(1), s.Hedges[catalog.HedgeWon])
+	require.Equal(t, uint64(1), s.Hedges[catalog.HedgeBudgetDenied])
+	t.Run("hedge", func(t *testing.T) { check(t, h.Registry(), h.Clock()) })
+}
+
+// tokens is a hedge budget of a fixed number of tokens that reports every answer it gives.
+type tokens struct {
+	left  atomic.Int32
+	asked chan bool
+}
+
+func newTokens(n int32) *tokens {
+	b := &tokens{asked: make(chan bool, 8)}
+	b.left.Store(n)
+	return b
+}
+
+func (b *tokens) SpendToken() bool {
+	ok := b.left.Add(-1) >= 0
+	b.asked <- ok
+	return ok
+}
+
+// hedgeOnce makes one call through hd whose first attempt hangs until cancelled and whose hedge,
+// if the budget lets it run, answers at once; when the budget refuses it, the caller leaves.
+func hedgeOnce(t *testing.T, hd *hedge.Hedge, b *tokens, clk *clock.Fake) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- hd.Do(ctx, func(ctx context.Context) error {
+			if n.Add(1) == 1 {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+	}()
+	require.True(t, clk.WaitForTimers(1, nil))
+	clk.Advance(10 * time.Millisecond)
+	if <-b.asked {
+		require.NoError(t, <-done, "the hedge won")
+		return
+	}
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
 }
 
 var _ = fmt.Sprint

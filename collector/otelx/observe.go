@@ -26,6 +26,7 @@ type instruments struct {
 	timeoutCalls, fallbackCalls, overflow, evicted metric.Int64ObservableCounter
 
 	lim limitInstruments // limit.go
+	hdg hedgeInstruments // hedge.go
 }
 
 // Register creates the bridge's observable instruments on mp's meter of scope [ScopeName] —
@@ -80,6 +81,7 @@ func (b *Bridge) Register(mp metric.MeterProvider) (metric.Registration, error) 
 	ins.overflow = counter(catalog.RegistryOverflow)
 	ins.evicted = counter(catalog.RegistryEvicted)
 	ins.lim = newLimitInstruments(gauge, counter)
+	ins.hdg = newHedgeInstruments(gauge, counter)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otelx: creating the instruments: %w", err)
 	}
@@ -104,6 +106,7 @@ func (b *Bridge) observe(o metric.Observer, ins *instruments) {
 		o.ObserveInt64(ins.evicted, int64(b.reg.Evicted(p)), b.overflow[i]...)
 	}
 	b.observeLimits(o, &ins.lim)
+	b.observeHedges(o, &ins.hdg)
 	for _, nb := range b.reg.Breakers() {
 		sn := nb.Value.Snapshot()
 		ser := b.policy.Breaker(&sn)

@@ -294,6 +294,47 @@
         ]
       },
       {
+        "name": "stormwatch-hedge",
+        "rules": [
+          {
+            "alert": "HedgeExtraLoadHigh",
+            "annotations": {
+              "description": "Hedge \"{{ $labels.name }}\" (job={{ $labels.job }}) sent {{ $value | humanizePercentage }} extra attempts per call to the dependency over the last 5m (threshold 10%, at least 10 hedges), for 15m: more calls than usual outlast the hedge delay (the dependency's latency tail grew), or the delay is too short for its latency.",
+              "summary": "Hedging adds a lot of load to \"{{ $labels.name }}\" (job={{ $labels.job }})."
+            },
+            "expr": "sum by (job, name) (rate(resilience_hedge_attempts_total{outcome=~\"won|lost|cancelled\"}[5m]))\n/\nsum by (job, name) (rate(resilience_hedge_calls_total[5m]))\n\u003e 0.1\nand on (job, name)\nsum by (job, name) (rate(resilience_hedge_attempts_total{outcome=~\"won|lost|cancelled\"}[5m])) * 300 \u003e= 10",
+            "for": "15m",
+            "labels": {
+              "severity": "warning"
+            }
+          },
+          {
+            "alert": "HedgesRarelyWinning",
+            "annotations": {
+              "description": "Only {{ $value | humanizePercentage }} of the hedges of \"{{ $labels.name }}\" (job={{ $labels.job }}) won over the last 5m (threshold 20%, at least 10 hedges), for 15m: the others failed or were cancelled when the first attempt answered — load the dependency served for nothing. Its slow calls are slow whatever attempt serves them, or the hedge delay is too short.",
+              "summary": "Hedges of \"{{ $labels.name }}\" (job={{ $labels.job }}) rarely win: their load is wasted."
+            },
+            "expr": "sum by (job, name) (rate(resilience_hedge_attempts_total{outcome=\"won\"}[5m]))\n/\nsum by (job, name) (rate(resilience_hedge_attempts_total{outcome=~\"won|lost|cancelled\"}[5m]))\n\u003c 0.2\nand on (job, name)\nsum by (job, name) (rate(resilience_hedge_attempts_total{outcome=~\"won|lost|cancelled\"}[5m])) * 300 \u003e= 10",
+            "for": "15m",
+            "labels": {
+              "severity": "info"
+            }
+          },
+          {
+            "alert": "HedgeBudgetExhausted",
+            "annotations": {
+              "description": "The budget refused {{ $value | humanizePercentage }} of the hedges \"{{ $labels.name }}\" (job={{ $labels.job }}) was due to start over the last 5m (threshold 10%, at least 10 refusals), for 10m: calls in the latency tail go unhedged. In a pipeline the budget is the retry's, so retries may have spent it.",
+              "summary": "Hedge budget of \"{{ $labels.name }}\" (job={{ $labels.job }}) is exhausted."
+            },
+            "expr": "sum by (job, name) (rate(resilience_hedge_attempts_total{outcome=\"budget_denied\"}[5m]))\n/\nsum by (job, name) (rate(resilience_hedge_attempts_total[5m]))\n\u003e 0.1\nand on (job, name)\nsum by (job, name) (rate(resilience_hedge_attempts_total{outcome=\"budget_denied\"}[5m])) * 300 \u003e= 10",
+            "for": "10m",
+            "labels": {
+              "severity": "warning"
+            }
+          }
+        ]
+      },
+      {
         "name": "stormwatch-limit",
         "rules": [
           {
@@ -3620,8 +3661,71 @@
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
+            "w": 12,
             "x": 0,
+            "y": 139
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 704,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, name) (rate(resilience_hedge_attempts_total{outcome=\"won\", job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) / (sum by (job, name) (rate(resilience_hedge_attempts_total{outcome!=\"budget_denied\", job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0)",
+              "instant": false,
+              "legendFormat": "{{name}} ({{job}})",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Hedge win ratio",
+          "description": "Share of the hedges that ran whose answer was the call's: won / (won + lost + cancelled). Low means hedging adds load for nothing: the slow calls are slow whatever attempt serves them, or the delay is too short.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
             "y": 139
           },
           "repeatDirection": "h",
@@ -3683,9 +3787,9 @@
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 8,
-            "y": 139
+            "w": 12,
+            "x": 0,
+            "y": 147
           },
           "repeatDirection": "h",
           "options": {
@@ -3748,9 +3852,9 @@
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 16,
-            "y": 139
+            "w": 12,
+            "x": 12,
+            "y": 147
           },
           "repeatDirection": "h",
           "options": {
@@ -6777,8 +6881,71 @@
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
+            "w": 12,
             "x": 0,
+            "y": 131
+          },
+          "repeatDirection": "h",
+          "options": {
+            "legend": {
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+              "sortBy": "Max",
+              "sortDesc": true,
+              "calcs": [
+                "mean",
+                "max",
+                "lastNotNull"
+              ]
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "desc"
+            }
+          },
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+              "min": 0,
+              "max": 1,
+              "custom": {
+                "lineWidth": 1,
+                "fillOpacity": 10,
+                "showPoints": "never",
+                "spanNulls": false
+              }
+            },
+            "overrides": []
+          }
+        },
+        {
+          "type": "timeseries",
+          "id": 704,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}"
+              },
+              "expr": "sum by (job, instance) (rate(resilience_hedge_attempts_total{outcome=\"won\", job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) / (sum by (job, instance) (rate(resilience_hedge_attempts_total{outcome!=\"budget_denied\", job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) > 0)",
+              "instant": false,
+              "legendFormat": "{{instance}}",
+              "range": true,
+              "refId": "A"
+            }
+          ],
+          "title": "Hedge win ratio",
+          "description": "Share of the hedges that ran whose answer was the call's: won / (won + lost + cancelled). Low means hedging adds load for nothing: the slow calls are slow whatever attempt serves them, or the delay is too short.",
+          "transparent": false,
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}"
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
             "y": 131
           },
           "repeatDirection": "h",
@@ -6840,9 +7007,9 @@
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 8,
-            "y": 131
+            "w": 12,
+            "x": 0,
+            "y": 139
           },
           "repeatDirection": "h",
           "options": {
@@ -6905,9 +7072,9 @@
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 16,
-            "y": 131
+            "w": 12,
+            "x": 12,
+            "y": 139
           },
           "repeatDirection": "h",
           "options": {

@@ -15,6 +15,7 @@ import (
 	"github.com/stormwatch-go/stormwatch/instrument/bulkhead"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 	"github.com/stormwatch-go/stormwatch/instrument/fallback"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 	"github.com/stormwatch-go/stormwatch/instrument/httpx"
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/retry"
@@ -42,6 +43,12 @@ type Profile struct {
 	// NoFallback builds the pipeline without its fallback: a call that fails reaches the caller
 	// as an error (Config.NoFallback sets it for every dependency).
 	NoFallback bool
+	// Hedge hedges every call (nil: none): a hedge runs the whole call again, pipeline and all,
+	// and spends the dependency's retry budget; the stragglers scenario sets it.
+	Hedge *hedge.Config
+	// BudgetRatio is the retry budget's ratio (0: the default, 10%): the share of calls that
+	// may retry or, with Hedge, be hedged.
+	BudgetRatio float64
 }
 
 // DefaultProfiles are the demo's dependency configurations (a production setup shrunk to a
@@ -74,6 +81,11 @@ type dependency struct {
 	bh     *bulkhead.Bulkhead
 	to     *timeout.Timeout
 	fb     *fallback.Fallback
+	// hg hedges the calls (nil: not hedged); lat holds the latencies of the (hedged) calls.
+	hg  *hedge.Hedge
+	lat *latencies
+	clk clock.Clock
+	tw  *twin // the unhedged twin of a hedged dependency (nil: none)
 }
 
 // fallbackCauses are the causes the demo's fallbacks answer: every cause but "error" (a failure
@@ -101,6 +113,7 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 	ra := retryDefaults.RetryAfter
 	rc.RetryAfter = retry.RetryAfterConfig{Min: s(ra.Min), Max: s(ra.Max), Jitter: ra.Jitter}
 	rc.Budget.DecayWindow = s(retryDefaults.Budget.DecayWindow)
+	rc.Budget.Ratio = p.BudgetRatio
 	cfg := instrument.PipelineConfig{
 		Retry: &rc,
 		Breaker: &breaker.Config{
@@ -136,11 +149,38 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 	if err != nil {
 		return nil, err
 	}
-	return &dependency{
+	d := &dependency{
 		// The client's timeout is the deadline of the whole call, attempts and waits included.
 		name: name, url: url, client: &http.Client{Transport: tr, Timeout: s(p.MaxDuration)},
 		rt: pl.Retry(), br: pl.Breaker(), bh: pl.Bulkhead(), to: pl.Timeout(), fb: pl.Fallback(),
-	}, nil
+		lat: newLatencies(latencyWindow), clk: clock.Or(clk),
+	}
+	if p.Hedge != nil {
+		hc := *p.Hedge
+		hc.Delay, hc.MinDelay, hc.Clock = s(hc.Delay), s(hc.MinDelay), clk
+		// The registry gives the hedge the budget of the retry of the same name: the pipeline's.
+		if d.hg, err = reg.Hedge(name, hc); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// do sends req, hedged when the dependency has a hedge (the losing attempts' answers are
+// closed), and records the call's latency.
+func (d *dependency) do(req *http.Request) (*http.Response, error) {
+	start := d.clk.Now()
+	defer func() { d.lat.add(d.clk.Now().Sub(start)) }()
+	if d.hg == nil {
+		return d.client.Do(req)
+	}
+	return hedge.CallWith(req.Context(), d.hg, func(ctx context.Context) (*http.Response, error) {
+		return d.client.Do(req.Clone(ctx))
+	}, func(resp *http.Response) {
+		if resp != nil {
+			resp.Body.Close()
+		}
+	})
 }
 
 // Call makes one logical call. It returns the answer and whether it came from the fallback, or
@@ -150,7 +190,7 @@ func (d *dependency) Call(ctx context.Context) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	resp, err := d.client.Do(req)
+	resp, err := d.do(req)
 	if err != nil {
 		return "", false, err
 	}

@@ -18,6 +18,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -431,6 +432,13 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 			mult := func() float64 { return down.Fault(d.name).Load }
 			load{rate: cfg.Rate * cfg.Speed, maxInFlight: 1000, mult: mult}.run(loadCtx, clk, start, call, func() { shed.Add(1) })
 		}()
+		if d.tw != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				load{rate: twinShare * cfg.Rate * cfg.Speed, maxInFlight: 1000}.run(loadCtx, clk, start, d.tw.call, func() { shed.Add(1) })
+			}()
+		}
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); showStatus(loadCtx, cfg, clk, deps, start, &phase, b) }()
@@ -456,9 +464,17 @@ func newDependencies(cfg Config, sc Scenario, reg *instrument.Registry, downURL 
 			prof.Limit = &limit.Config{}
 		}
 		prof.NoFallback = prof.NoFallback || cfg.NoFallback
+		hedged := slices.Contains(sc.Hedged, name)
+		if hedged && prof.Hedge == nil {
+			hc := stragglersHedge
+			prof.Hedge, prof.BudgetRatio = &hc, cmp.Or(prof.BudgetRatio, stragglersBudget)
+		}
 		var err error
 		if deps[i], err = newDependency(reg, name, downURL+"/"+name, base, prof, cfg.Speed, cfg.Clock); err != nil {
 			return nil, err
+		}
+		if hedged {
+			deps[i].tw = newTwin(downURL+"/"+name, base, cfg.Clock)
 		}
 	}
 	return deps, nil
@@ -545,7 +561,11 @@ func statusBlock(cfg Config, deps []*dependency, since time.Duration, phase stri
 		} else {
 			elapsed = 0
 		}
-		lines = append(lines, statusLine(d.name, d.counts(), p, elapsed))
+		now := d.counts()
+		lines = append(lines, statusLine(d.name, now, p, elapsed))
+		if d.tw != nil {
+			lines = append(lines, hedgeLine(d, now, p, elapsed))
+		}
 	}
 	return lines
 }

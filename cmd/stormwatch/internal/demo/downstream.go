@@ -40,6 +40,11 @@ type Fault struct {
 	// Load is not the endpoint's behaviour but the demo client's: it offers Load times its rate
 	// to this dependency (0 means 1).
 	Load float64
+	// StragglerRate is the share of requests that are stragglers: they take StragglerLatency
+	// more than Latency+Jitter (a slow replica, a GC pause). It is drawn on its own, after the
+	// other shares.
+	StragglerRate    float64
+	StragglerLatency time.Duration
 }
 
 // Healthy is the fault of a healthy endpoint: 20–60 ms and nothing else.
@@ -50,7 +55,7 @@ func (f Fault) validate() error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"ErrorRate", f.ErrorRate}, {"RateLimitRate", f.RateLimitRate}, {"ResetRate", f.ResetRate}, {"HangRate", f.HangRate}} {
+	}{{"ErrorRate", f.ErrorRate}, {"RateLimitRate", f.RateLimitRate}, {"ResetRate", f.ResetRate}, {"HangRate", f.HangRate}, {"StragglerRate", f.StragglerRate}} {
 		if r.v < 0 || r.v > 1 {
 			return fmt.Errorf("demo: Fault.%s = %v: must be in [0, 1]", r.name, r.v)
 		}
@@ -58,8 +63,8 @@ func (f Fault) validate() error {
 	if sum := f.ErrorRate + f.RateLimitRate + f.ResetRate + f.HangRate; sum > 1+1e-9 {
 		return fmt.Errorf("demo: Fault shares add up to %v: must be at most 1", sum)
 	}
-	if f.Latency < 0 || f.Jitter < 0 || f.RetryAfter < 0 {
-		return fmt.Errorf("demo: Fault durations must not be negative (Latency %v, Jitter %v, RetryAfter %v)", f.Latency, f.Jitter, f.RetryAfter)
+	if f.Latency < 0 || f.Jitter < 0 || f.RetryAfter < 0 || f.StragglerLatency < 0 {
+		return fmt.Errorf("demo: Fault durations must not be negative (Latency %v, Jitter %v, RetryAfter %v, StragglerLatency %v)", f.Latency, f.Jitter, f.RetryAfter, f.StragglerLatency)
 	}
 	if f.Capacity < 0 || f.Load < 0 {
 		return fmt.Errorf("demo: Fault.Capacity = %d, Fault.Load = %v: must not be negative", f.Capacity, f.Load)
@@ -181,7 +186,11 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !d.wait(r.Context(), f.Latency, f.Jitter) {
+	latency := f.Latency
+	if f.StragglerRate > 0 && d.rand.Float64() < f.StragglerRate {
+		latency += f.StragglerLatency
+	}
+	if !d.wait(r.Context(), latency, f.Jitter) {
 		return
 	}
 	switch {

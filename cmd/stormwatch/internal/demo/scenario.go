@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 )
 
 // The demo's dependencies: each is its own set of primitives and series (the `name` label).
@@ -33,6 +35,9 @@ type Scenario struct {
 	Phases  []Phase
 	// Limited lists the dependencies whose pipeline gets an adaptive concurrency limiter.
 	Limited []string
+	// Hedged lists the dependencies whose calls are hedged (see stragglersHedge), each with an
+	// unhedged twin for comparison.
+	Hedged []string
 }
 
 // Steady is the background fault of a healthy dependency: 20–60 ms and one request in 200
@@ -48,10 +53,11 @@ const (
 	ScenarioRateLimited = "rate-limited"
 	ScenarioRetryStorm  = "retry-storm"
 	ScenarioOverload    = "overload"
+	ScenarioStragglers  = "stragglers"
 )
 
 // ScenarioNames lists every scenario, retry-storm included.
-var ScenarioNames = []string{ScenarioSteady, ScenarioOutage, ScenarioFlapping, ScenarioSlow, ScenarioRateLimited, ScenarioRetryStorm, ScenarioOverload}
+var ScenarioNames = []string{ScenarioSteady, ScenarioOutage, ScenarioFlapping, ScenarioSlow, ScenarioRateLimited, ScenarioRetryStorm, ScenarioOverload, ScenarioStragglers}
 
 // Fault-script timings of the one-shot scenarios (demo time).
 const (
@@ -108,7 +114,8 @@ func Scenarios() map[string]Scenario {
 				Faults: map[string]Fault{Inventory: {RateLimitRate: 0.3, RetryAfter: time.Second, Latency: 10 * time.Millisecond}},
 			}, recovered},
 		},
-		ScenarioOverload: overloadScenario(),
+		ScenarioOverload:   overloadScenario(),
+		ScenarioStragglers: stragglersScenario(),
 		ScenarioFlapping: {
 			Name:    ScenarioFlapping,
 			Summary: "payments goes down for 8s every 20s, four times: the breaker trips, probes, closes and trips again",
@@ -207,6 +214,41 @@ func overloadScenario() Scenario {
 			{At: faultStart, Name: "payments at 2× capacity", Faults: map[string]Fault{Payments: at(2)}},
 			{At: faultStart + 20*time.Second, Name: "payments at 3× capacity", Faults: map[string]Fault{Payments: at(3)}},
 			{At: faultEnd, Name: "payments back at 0.5× capacity", Faults: map[string]Fault{Payments: at(0.5)}},
+		},
+	}
+}
+
+// The stragglers scenario's inventory: healthy answers in 20–60ms, but one request in 20 is a
+// straggler that takes 500ms more. Its calls are hedged after stragglersDelay, which only
+// stragglers outlast.
+const (
+	stragglersDelay   = 100 * time.Millisecond
+	stragglersLatency = 500 * time.Millisecond
+)
+
+// stragglersHedge is the hedge of the scenario's hedged dependency: one hedge after a fixed
+// delay (a p95 adaptive delay would sit on the edge of a 5% tail), spending the retry budget of
+// the same dependency, whose ratio is stragglersBudget: room for the 5% of hedges and the
+// retries, and while every call outlasts the delay, about half of the calls hedged.
+var stragglersHedge = hedge.Config{Delay: stragglersDelay, Idempotent: true}
+
+const stragglersBudget = 0.3
+
+func stragglersScenario() Scenario {
+	tail := Steady
+	tail.StragglerRate, tail.StragglerLatency = 0.05, stragglersLatency
+	return Scenario{
+		Name: ScenarioStragglers,
+		Summary: "inventory has a 5% straggler tail (+500ms) and its calls are hedged after 100ms: the hedged p99 stays near 150ms while an unhedged twin's is above 500ms, " +
+			"for about 5% extra requests; for 60s inventory is slow for everyone (300–400ms): the hedges lose the race and exhaust the 30% budget they share with the retries",
+		Hedged: []string{Inventory},
+		Phases: []Phase{
+			{At: 0, Name: "inventory: 5% stragglers, hedged", Faults: map[string]Fault{Inventory: tail}},
+			// No errors while slow: with the budget spent on hedges, a 503 would not be retried and
+			// its fallback would keep FallbackSustained's condition up.
+			{At: faultStart, Name: "inventory slow for everyone: hedges cannot help", Faults: map[string]Fault{
+				Inventory: {Latency: 300 * time.Millisecond, Jitter: 100 * time.Millisecond}}},
+			{At: faultEnd, Name: "inventory back to 5% stragglers", Faults: map[string]Fault{Inventory: tail}},
 		},
 	}
 }

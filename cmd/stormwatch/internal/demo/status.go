@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
+	"github.com/stormwatch-go/stormwatch/instrument/hedge"
 )
 
 // board shows the status lines. On a terminal it keeps them as a block at the bottom, redrawn in
@@ -105,6 +106,8 @@ type depCounts struct {
 	calls, retries                uint64
 	notPermitted, bulkheadFull    uint64
 	fallbacks, timedOut, inFlight uint64
+	// The hedge's counts (all 0 without one): calls, hedges that ran, won and were refused.
+	hedged, ran, won, denied uint64
 }
 
 func (d *dependency) counts() depCounts {
@@ -120,7 +123,12 @@ func (d *dependency) counts() depCounts {
 		}
 	}
 	bs := d.bh.Snapshot()
+	var hs hedge.Snapshot
+	if d.hg != nil {
+		hs = d.hg.Snapshot()
+	}
 	return depCounts{
+		hedged: hs.Calls, ran: hs.Ran(), won: hs.Hedges[catalog.HedgeWon], denied: hs.Hedges[catalog.HedgeBudgetDenied],
 		state:        d.br.State().String(),
 		calls:        calls,
 		retries:      rs.Retries,
@@ -146,6 +154,34 @@ func statusLine(name string, now, prev depCounts, elapsed time.Duration) string 
 	}
 	return fmt.Sprintf("%-15s %-11s %8.1f %8.1f %9d %10d", name, now.state, rate(now.calls, prev.calls), rate(now.retries, prev.retries),
 		now.notPermitted+now.bulkheadFull, now.fallbacks)
+}
+
+// hedgeLine is the line under a hedged dependency's: the p99 of its (hedged) calls and of its
+// unhedged twin's, the extra load the hedges add, the share of them that won and the hedges the
+// budget refused, since prev (with elapsed 0: since the start).
+func hedgeLine(d *dependency, now, prev depCounts, elapsed time.Duration) string {
+	if elapsed <= 0 {
+		prev = depCounts{}
+	}
+	p99 := func(l *latencies) string {
+		if q, ok := l.quantile(0.99); ok {
+			return q.Round(time.Millisecond).String()
+		}
+		return "–"
+	}
+	share := func(a, b uint64) string {
+		if b == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
+	}
+	ran := now.ran - prev.ran
+	denied := fmt.Sprintf("denied %d", now.denied)
+	if elapsed > 0 {
+		denied = fmt.Sprintf("denied %.1f/s", float64(now.denied-prev.denied)/elapsed.Seconds())
+	}
+	return fmt.Sprintf("  └ p99 hedged %s · unhedged %s · +%s load · won %s · %s",
+		p99(d.lat), p99(d.tw.lat), share(ran, now.hedged-prev.hedged), share(now.won-prev.won, ran), denied)
 }
 
 // columns titles the status lines; totals (at the end of a run) replace the rates.

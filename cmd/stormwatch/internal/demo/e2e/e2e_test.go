@@ -73,9 +73,9 @@ type panelQuery struct {
 }
 
 // optionalPrimitives are the primitives the demo's dependencies do not all use — the adaptive
-// limiter and the throttle (only the overload scenario has them) and the hedge (none): their
-// panels have no data in the other scenarios. The conformance module evaluates their queries
-// on series that hold every primitive.
+// limiter and the throttle (only the overload scenario has them) and the hedge (only the
+// stragglers scenario): their panels have no data in the other scenarios. The conformance
+// module evaluates their queries on series that hold every primitive.
 var optionalPrimitives = []catalog.Primitive{catalog.Limiter, catalog.Throttle, catalog.Hedge}
 
 // optionalPrimitive reports whether a panel query reads only an optional primitive's metrics.

@@ -106,9 +106,9 @@ func (s ourStrategy) admit(ctx context.Context) (func(bool), bool) {
 	}
 	return func(dropped bool) {
 		if dropped {
-			p.Drop()
+			p.Done(context.DeadlineExceeded)
 		} else {
-			p.Release()
+			p.Done(nil)
 		}
 	}, true
 }

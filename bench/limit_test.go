@@ -51,11 +51,11 @@ func BenchmarkLimitClosedPath(b *testing.B) {
 	ctx := context.Background()
 	b.Run("stormwatch_limit", func(b *testing.B) {
 		l, _ := limit.New("x", limit.Config{})
-		reportCPU(b, func() { p, _ := l.Acquire(ctx); p.Release() })
+		reportCPU(b, func() { p, _ := l.Acquire(ctx); p.Done(nil) })
 	})
 	b.Run("stormwatch_limit_cheap_clock", func(b *testing.B) {
 		l, _ := limit.New("x", limit.Config{Clock: &cheapClock{}})
-		reportCPU(b, func() { p, _ := l.Acquire(ctx); p.Release() })
+		reportCPU(b, func() { p, _ := l.Acquire(ctx); p.Done(nil) })
 	})
 	b.Run("stormwatch_bulkhead", func(b *testing.B) {
 		bh, _ := bulkhead.New("x", bulkhead.Config{})

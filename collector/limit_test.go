@@ -26,6 +26,13 @@ func TestLimiterAndThrottleMetrics(t *testing.T) {
 	l, err := reg.Limiter("payments", limit.Config{InitialLimit: 2, MinLimit: 1, MaxLimit: 2, MinSamples: 2, Clock: clk})
 	require.NoError(t, err)
 	ctx := context.Background()
+	// The limiter times one call in two here (sampling by the admission number: the 4th is the
+	// first it times). A first window of two untimed calls teaches it nothing.
+	for range 2 {
+		w, err := l.Acquire(ctx)
+		require.NoError(t, err)
+		w.Done(nil)
+	}
 	a, err := l.Acquire(ctx)
 	require.NoError(t, err)
 	b, err := l.Acquire(ctx)
@@ -33,9 +40,9 @@ func TestLimiterAndThrottleMetrics(t *testing.T) {
 	_, err = l.Acquire(ctx) // rejected: reason limit
 	require.ErrorIs(t, err, limit.ErrLimited)
 	clk.Advance(40 * time.Millisecond)
-	a.Release()
+	a.Done(nil)
 	clk.Advance(20 * time.Millisecond)
-	b.Release() // the window closes: sample (40+60)/2 = 50 ms, which is the first baseline
+	b.Done(nil) // the window closes: its timed call (b, 60 ms) is the sample and the first baseline
 	c, err := l.Acquire(ctx)
 	require.NoError(t, err) // one in flight at scrape time
 	_ = c
@@ -46,16 +53,16 @@ func TestLimiterAndThrottleMetrics(t *testing.T) {
 
 	coll, err := New(reg)
 	require.NoError(t, err)
-	// calls: 3 permitted (a, b, c), 1 rejected; samples: 2 measured. The limit stays at its
+	// calls: 5 permitted (two, a, b, c), 1 rejected; samples: 4 measured. The limit stays at its
 	// maximum, 2 (the window used it and latency was at the baseline).
 	want := `
 # HELP resilience_limiter_baseline_latency_seconds The limiter's no-load latency estimate: the lowest window average, raised only from windows its own load cannot explain.
 # TYPE resilience_limiter_baseline_latency_seconds gauge
-resilience_limiter_baseline_latency_seconds{name="payments"} 0.05
+resilience_limiter_baseline_latency_seconds{name="payments"} 0.06
 # HELP resilience_limiter_calls_total Limiter admission decisions.
 # TYPE resilience_limiter_calls_total counter
 resilience_limiter_calls_total{kind="aborted",name="payments"} 0
-resilience_limiter_calls_total{kind="permitted",name="payments"} 3
+resilience_limiter_calls_total{kind="permitted",name="payments"} 5
 resilience_limiter_calls_total{kind="rejected",name="payments"} 1
 # HELP resilience_limiter_inflight_calls Calls holding a limiter permit.
 # TYPE resilience_limiter_inflight_calls gauge
@@ -77,12 +84,12 @@ resilience_limiter_rejections_total{name="payments",reason="queue_full"} 0
 resilience_limiter_rejections_total{name="payments",reason="queue_timeout"} 0
 # HELP resilience_limiter_sample_latency_seconds Average latency of the calls in the limiter's last closed window.
 # TYPE resilience_limiter_sample_latency_seconds gauge
-resilience_limiter_sample_latency_seconds{name="payments"} 0.05
+resilience_limiter_sample_latency_seconds{name="payments"} 0.06
 # HELP resilience_limiter_samples_total Admitted calls by what they taught the limiter: a latency, an overload signal (dropped) or nothing (ignored).
 # TYPE resilience_limiter_samples_total counter
 resilience_limiter_samples_total{kind="dropped",name="payments"} 0
 resilience_limiter_samples_total{kind="ignored",name="payments"} 0
-resilience_limiter_samples_total{kind="measured",name="payments"} 2
+resilience_limiter_samples_total{kind="measured",name="payments"} 4
 # HELP resilience_throttle_calls_total Client-side throttle: requests accepted or refused by the dependency, and requests shed locally (throttled).
 # TYPE resilience_throttle_calls_total counter
 resilience_throttle_calls_total{kind="accepted",name="payments"} 1

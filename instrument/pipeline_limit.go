@@ -2,7 +2,6 @@ package instrument
 
 import (
 	"context"
-	"errors"
 
 	"github.com/stormwatch-go/stormwatch/instrument/limit"
 	"github.com/stormwatch-go/stormwatch/instrument/throttle"
@@ -38,7 +37,7 @@ func (p *Pipeline) acquireAdaptive(ctx context.Context) (limit.Permit, error) {
 	}
 	if p.throttle != nil {
 		if err := p.throttle.Allow(ctx); err != nil {
-			lp.Ignore()
+			lp.Done(err) // a refusal of our own: the limiter learns nothing
 			return limit.Permit{}, err
 		}
 	}
@@ -46,21 +45,12 @@ func (p *Pipeline) acquireAdaptive(ctx context.Context) (limit.Permit, error) {
 }
 
 // finishAdaptive reports an attempt's outcome to the limiter and the throttle. An attempt that
-// timed out or that the dependency refused as overloaded (throttle.Refused: 429, 5xx, timeouts,
-// connection refused, gRPC UNAVAILABLE/RESOURCE_EXHAUSTED/DEADLINE_EXCEEDED) is a drop — also
-// because a fast refusal must not pass for a low latency; the caller's cancellation teaches
-// nothing; any other outcome is a latency sample.
+// timed out or that the dependency refused as overloaded (429, 5xx, timeouts, connection
+// refused, gRPC UNAVAILABLE/RESOURCE_EXHAUSTED/DEADLINE_EXCEEDED) is a drop for the limiter —
+// also because a fast refusal must not pass for a low latency; the caller's cancellation
+// teaches nothing; any other outcome is a latency sample (limit.Permit.Done).
 func (p *Pipeline) finishAdaptive(lp limit.Permit, err error) {
-	switch {
-	case err == nil:
-		lp.Release()
-	case errors.Is(err, context.Canceled):
-		lp.Ignore()
-	case throttle.Refused(err):
-		lp.Drop()
-	default:
-		lp.Release()
-	}
+	lp.Done(err)
 	if p.throttle != nil {
 		p.throttle.Record(err)
 	}

@@ -38,7 +38,7 @@ func TestPipelineNeverRetriesTheLimitersRejection(t *testing.T) {
 	p := limitedPipeline(t, nil)
 	held, err := p.Limiter().Acquire(context.Background()) // the only permit
 	require.NoError(t, err)
-	defer held.Ignore()
+	defer held.Done(context.Canceled)
 	calls := 0
 	var gotCause catalog.Cause
 	fromFallback, err := p.DoWithFallback(context.Background(),

@@ -281,7 +281,7 @@ func TestSameSeriesAndValuesAsThePrometheusCollector(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Acquire(context.Background())
 	require.ErrorIs(t, err, limit.ErrLimited)
-	held.Release()
+	held.Done(nil)
 	_, err = l.Acquire(context.Background())
 	require.NoError(t, err)
 	th, err := h.Registry().Throttle("payments", throttle.Config{Clock: h.Clock()})

@@ -46,9 +46,9 @@ func simJittered(l *Limiter, clk *clock.Fake, rate float64, dur time.Duration, s
 		lat := clk.Now().Sub(c.arrived)
 		if l != nil {
 			if lat > 5*service {
-				c.permit.Drop()
+				c.permit.Done(context.DeadlineExceeded)
 			} else {
-				c.permit.Release()
+				c.permit.Done(nil)
 			}
 		}
 		if c.arrived.After(warm) {

@@ -48,7 +48,7 @@
 //
 //	err := l.Do(ctx, func(ctx context.Context) error { ... })
 //	v, err := limit.Call(ctx, l, func(ctx context.Context) (T, error) { ... })
-//	p, err := l.Acquire(ctx); if err == nil { err = call(ctx); p.Finish(ctx, err) } // two-step
+//	p, err := l.Acquire(ctx); if err == nil { err = call(ctx); p.Done(err) } // two-step
 //
 // The path below the limit is a few atomic operations; it allocates nothing. Only a fraction of
 // the calls is timed — one in 2^k, 2^k the largest power of two (at most 64) that still leaves

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/events"
+	"github.com/stormwatch-go/stormwatch/instrument/classify"
 	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
@@ -33,7 +34,7 @@ type Limiter struct {
 	limit atomic.Uint64 // the admission limit (integer part of est, within the bounds)
 	state atomic.Uint64 // in-flight and queued, see above
 
-	// The current window, filled by Permit.Finish with atomic adds only. It holds the samples
+	// The current window, filled by Permit.Done with atomic adds only. It holds the samples
 	// (measured and dropped) counted since winStart; the latency of one admitted call in
 	// sampleMask+1 is measured and summed.
 	winStart   atomic.Uint64 // samples[measured]+samples[dropped] when the window opened
@@ -84,8 +85,8 @@ func (l *Limiter) Name() string { return l.name }
 // Config returns the limiter's configuration with defaults applied.
 func (l *Limiter) Config() Config { return l.cfg }
 
-// Permit is an admitted call's right to run. Give it back exactly once with [Permit.Finish] (or
-// Release, Drop, Ignore). The zero Permit, returned with an error, is inert.
+// Permit is an admitted call's right to run. Give it back exactly once with [Permit.Done]. The
+// zero Permit, returned with an error, is inert.
 type Permit struct {
 	l     *Limiter
 	start int64 // nanoseconds since the limiter's epoch, plus one; 0: the call is not timed
@@ -153,30 +154,33 @@ func (l *Limiter) raisePeak(v uint64) {
 	}
 }
 
-// Release gives the permit back and records the call's latency as a sample: a success, or an
-// error that says nothing about overload.
-func (p Permit) Release() { p.finish(catalog.SampleMeasured) }
-
-// Drop gives the permit back and records an overload signal: the call timed out or the
-// dependency refused it as overloaded. A window with drops shrinks the limit by Backoff.
-func (p Permit) Drop() { p.finish(catalog.SampleDropped) }
-
-// Ignore gives the permit back without teaching the limiter anything (the caller left).
-func (p Permit) Ignore() { p.finish(catalog.SampleIgnored) }
-
-// Finish gives the permit back, classifying the call by its error: nil or an ordinary error is
-// a measured sample; a deadline (err or ctx) is a drop; a cancellation is ignored.
-func (p Permit) Finish(ctx context.Context, err error) {
-	switch {
-	case err == nil:
-		p.Release()
-	case errors.Is(err, context.Canceled) || (ctx != nil && errors.Is(ctx.Err(), context.Canceled)):
-		p.Ignore()
-	case errors.Is(err, context.DeadlineExceeded):
-		p.Drop()
-	default:
-		p.Release()
+// Done gives the permit back, exactly once, and teaches the limiter what the call says about
+// the dependency, from its error — as the breaker's Permit.Done does:
+//   - nil, or an error that is an answer (a business error, a 4xx): the call's latency is a
+//     sample;
+//   - a sign of overload — a timeout (context.DeadlineExceeded included), 429, 5xx, connection
+//     refused, gRPC UNAVAILABLE, RESOURCE_EXHAUSTED or DEADLINE_EXCEEDED: a drop, which shrinks
+//     the limit by Backoff (and a fast refusal never passes for a low latency);
+//   - a cancellation or one of stormwatch's own refusals (the call never reached the
+//     dependency): nothing is learned. Report the context's error when the caller left.
+func (p Permit) Done(err error) {
+	if err == nil {
+		p.finish(catalog.SampleMeasured)
+		return
 	}
+	p.finish(sampleKind(err))
+}
+
+// sampleKind classifies a failed call for Done.
+func sampleKind(err error) catalog.SampleKind {
+	switch classify.ClassifyError(err, true).Class {
+	case catalog.ClassCanceled, catalog.ClassRejected:
+		return catalog.SampleIgnored
+	case catalog.ClassHTTP429, catalog.ClassHTTP5xx, catalog.ClassTimeout, catalog.ClassConnRefused,
+		catalog.ClassGRPCUnavailable, catalog.ClassGRPCResourceExhausted, catalog.ClassGRPCDeadline:
+		return catalog.SampleDropped
+	}
+	return catalog.SampleMeasured
 }
 
 func (p Permit) finish(kind catalog.SampleKind) {
@@ -207,7 +211,8 @@ func (p Permit) finish(kind catalog.SampleKind) {
 }
 
 // Do runs fn under a permit and returns its error, or the admission error without running fn.
-// The permit is given back when fn returns (classified by [Permit.Finish]) or panics (ignored).
+// The permit is given back when fn returns (classified by [Permit.Done]; a call whose context
+// was cancelled teaches nothing) or panics (ignored).
 func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error {
 	p, err := l.Acquire(ctx)
 	if err != nil {
@@ -216,12 +221,16 @@ func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error 
 	done := false
 	defer func() {
 		if !done {
-			p.Ignore()
+			p.finish(catalog.SampleIgnored)
 		}
 	}()
 	err = fn(ctx)
 	done = true
-	p.Finish(ctx, err)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		p.Done(ctx.Err()) // the caller left: whatever fn returned says nothing of the dependency
+	} else {
+		p.Done(err)
+	}
 	return err
 }
 

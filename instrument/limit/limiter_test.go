@@ -153,7 +153,7 @@ func TestLimitStaysWithinBounds(t *testing.T) {
 			t.Fatalf("call %d rejected with nothing in flight: %v", i, err)
 		}
 		clk.Advance(time.Second)
-		p.Drop()
+		p.Done(context.DeadlineExceeded)
 		if lim := l.Snapshot().Limit; lim < 4 {
 			t.Fatalf("limit %d below MinLimit", lim)
 		}
@@ -179,9 +179,9 @@ func TestDropsShrinkOncePerWindow(t *testing.T) {
 	clk.Advance(service)
 	for i, p := range ps {
 		if i < 30 {
-			p.Drop()
+			p.Done(context.DeadlineExceeded)
 		} else {
-			p.Release()
+			p.Done(nil)
 		}
 	}
 	if got := l.Snapshot().Limit; got != 36 { // 40 × 0.9

@@ -35,7 +35,7 @@ func TestRejectionWithoutQueue(t *testing.T) {
 	if !errors.Is(err, ErrLimited) || !errors.As(err, &le) || le.Reason != catalog.ReasonLimit || le.Limit != 2 || le.Name != "payments" || !le.Rejected() {
 		t.Fatalf("Acquire at the limit = %#v", err)
 	}
-	ps[0].Release()
+	ps[0].Done(nil)
 	if _, err := l.Acquire(context.Background()); err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
@@ -53,7 +53,7 @@ func startWaiter(t *testing.T, clk *clock.Fake, l *Limiter, ctx context.Context,
 	go func() {
 		p, err := l.Acquire(ctx)
 		if err == nil {
-			p.Ignore()
+			p.Done(context.Canceled)
 		}
 		done <- err
 	}()
@@ -82,7 +82,7 @@ func TestQueueIsFIFOAndBounded(t *testing.T) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			p.Release()
+			p.Done(nil)
 		}()
 		if !clk.WaitForTimers(i, nil) {
 			t.Fatal("waiter did not queue")
@@ -97,7 +97,7 @@ func TestQueueIsFIFOAndBounded(t *testing.T) {
 	if q := l.Snapshot().Queued; q != 2 {
 		t.Fatalf("queued = %d, want 2", q)
 	}
-	ps[0].Release()
+	ps[0].Done(nil)
 	wg.Wait()
 	if len(order) != 2 || order[0] != 1 || order[1] != 2 {
 		t.Errorf("admission order %v, want [1 2]", order)
@@ -162,15 +162,15 @@ func TestGrowingLimitAdmitsWaiters(t *testing.T) {
 	ps := fill(t, l, 10)
 	clk.Advance(service)
 	for _, p := range ps[:9] {
-		p.Release()
+		p.Done(nil)
 	}
 	ps = append(fill(t, l, 9), ps[9])
 	done := startWaiter(t, clk, l, context.Background(), 1)
 	// The window closes with latency at the baseline: the limit grows (+3·log10(10) = 13) and the
 	// waiter is admitted.
-	ps[9].Release()
+	ps[9].Done(nil)
 	for _, p := range ps[:9] {
-		p.Release()
+		p.Done(nil)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)
@@ -209,7 +209,7 @@ func TestClosedPathDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(1000, func() {
 		p, _ := l.Acquire(ctx)
-		p.Release()
+		p.Done(nil)
 	}); n != 0 {
 		t.Errorf("Acquire+Release allocates %.1f times", n)
 	}
@@ -225,7 +225,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		p, _ := l.Acquire(ctx)
-		p.Release()
+		p.Done(nil)
 	}
 }
 
@@ -246,7 +246,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 		ctx := context.Background()
 		for pb.Next() {
 			p, _ := l.Acquire(ctx)
-			p.Release()
+			p.Done(nil)
 		}
 	})
 }
@@ -290,7 +290,7 @@ func BenchmarkAcquireReleaseCheapClock(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		p, _ := l.Acquire(ctx)
-		p.Release()
+		p.Done(nil)
 	}
 }
 
@@ -317,7 +317,7 @@ func TestClosedPathTimesAFractionOfCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Advance(30 * time.Millisecond)
-		p.Release()
+		p.Done(nil)
 	}
 	// Two readings per timed call (admission and release); Advance does not read through Now.
 	if reads := clk.reads.Load(); reads < 2*calls/4*8/10 || reads > 2*calls/4*12/10 {
@@ -336,7 +336,7 @@ func TestClosedPathTimesAFractionOfCalls(t *testing.T) {
 	clk.reads.Store(0)
 	for i := 0; i < 64*100; i++ {
 		p, _ := l.Acquire(context.Background())
-		p.Release()
+		p.Done(nil)
 	}
 	if reads := clk.reads.Load(); reads < 2*100*8/10 || reads > 2*100*12/10 {
 		t.Errorf("%d clock readings for 6400 calls at limit 640, want about 200 (one call in 64)", reads)

@@ -89,7 +89,7 @@ func simulate(clk *clock.Fake, l *Limiter, d *downstream, phases ...phase) simRe
 			n.done = clk.Now().Add(d.service)
 			heap.Push(&events, n)
 		}
-		c.permit.Release()
+		c.permit.Done(nil)
 		res.latencies = append(res.latencies, clk.Now().Sub(c.arrived))
 	}
 	advanceTo := func(t time.Time) {

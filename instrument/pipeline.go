@@ -530,7 +530,7 @@ func attempt[T any, F caller[T]](ctx context.Context, p *Pipeline, f F, h retry.
 		r, berr := p.bulkhead.Acquire(ctx)
 		if berr != nil {
 			completed = true
-			lp.Done(berr) // a refusal of our own, or the caller left: the limiter learns nothing
+			lp.Done(berr)     // a refusal of our own, or the caller left: the limiter learns nothing
 			permit.Done(berr) // the call never ran: ignored by the breaker (rejected or cancelled)
 			return v, berr
 		}

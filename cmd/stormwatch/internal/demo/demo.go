@@ -372,16 +372,8 @@ func runStormScenario(ctx context.Context, cfg Config, reg *instrument.Registry,
 
 // runScripted runs the three-dependency client against the scripted downstream until ctx ends.
 func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrument.Registry, b *board, metricsURL string) error {
-	sc, err := LookupScenario(cfg.Scenario)
+	sc, err := scriptedScenario(cfg)
 	if err != nil {
-		return usagef("--scenario: %v", err)
-	}
-	if cfg.Outage != 0 {
-		if sc, err = sc.WithOutage(cfg.Outage); err != nil {
-			return err
-		}
-	}
-	if err := sc.validate(); err != nil {
 		return err
 	}
 	b.println("scenario %s: %s", sc.Name, sc.Summary)
@@ -452,6 +444,20 @@ func runScripted(ctx context.Context, cfg Config, clk clock.Clock, reg *instrume
 	}
 	b.println("%s", stopReason(cfg, context.Cause(ctx)))
 	return nil
+}
+
+// scriptedScenario returns cfg's scenario, its fault lasting cfg.Outage when set.
+func scriptedScenario(cfg Config) (Scenario, error) {
+	sc, err := LookupScenario(cfg.Scenario)
+	if err != nil {
+		return sc, usagef("--scenario: %v", err)
+	}
+	if cfg.Outage != 0 {
+		if sc, err = sc.WithOutage(cfg.Outage); err != nil {
+			return sc, err
+		}
+	}
+	return sc, sc.validate()
 }
 
 // newDependencies builds the client of every dependency, calling downURL/<name> through base.

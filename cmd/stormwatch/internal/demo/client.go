@@ -43,8 +43,8 @@ type Profile struct {
 	// NoFallback builds the pipeline without its fallback: a call that fails reaches the caller
 	// as an error (Config.NoFallback sets it for every dependency).
 	NoFallback bool
-	// Hedge hedges every call (nil: none): a hedge runs the whole call again, pipeline and all,
-	// and spends the dependency's retry budget; the stragglers scenario sets it.
+	// Hedge hedges every call (nil: none): the pipeline's hedge layer, which spends the
+	// dependency's retry budget; the stragglers scenario sets it.
 	Hedge *hedge.Config
 	// BudgetRatio is the retry budget's ratio (0: the default, 10%): the share of calls that
 	// may retry or, with Hedge, be hedged.
@@ -129,6 +129,13 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 		lc.Clock = clk
 		cfg.Limit = &lc
 	}
+	if p.Hedge != nil {
+		// The pipeline's hedge layer, between the retry and the breaker: it spends the retry's
+		// budget, and every hedge passes the breaker, bulkhead and timeout like any attempt.
+		hc := *p.Hedge
+		hc.Delay, hc.MinDelay, hc.Clock = s(hc.Delay), s(hc.MinDelay), clk // GETs: httpx marks them idempotent
+		cfg.Hedge = &hc
+	}
 	degraded := p.FallbackDescription
 	opts := []httpx.Option{httpx.WithRegistry(reg), httpx.WithKey(func(*http.Request) string { return name })}
 	if p.NoFallback {
@@ -153,34 +160,17 @@ func newDependency(reg *instrument.Registry, name, url string, base http.RoundTr
 		// The client's timeout is the deadline of the whole call, attempts and waits included.
 		name: name, url: url, client: &http.Client{Transport: tr, Timeout: s(p.MaxDuration)},
 		rt: pl.Retry(), br: pl.Breaker(), bh: pl.Bulkhead(), to: pl.Timeout(), fb: pl.Fallback(),
-		lat: newLatencies(latencyWindow), clk: clock.Or(clk),
-	}
-	if p.Hedge != nil {
-		hc := *p.Hedge
-		hc.Delay, hc.MinDelay, hc.Clock = s(hc.Delay), s(hc.MinDelay), clk
-		// The registry gives the hedge the budget of the retry of the same name: the pipeline's.
-		if d.hg, err = reg.Hedge(name, hc); err != nil {
-			return nil, err
-		}
+		hg: pl.Hedge(), lat: newLatencies(latencyWindow), clk: clock.Or(clk),
 	}
 	return d, nil
 }
 
-// do sends req, hedged when the dependency has a hedge (the losing attempts' answers are
-// closed), and records the call's latency.
+// do sends req (hedged by the pipeline when the dependency has a hedge) and records the call's
+// latency.
 func (d *dependency) do(req *http.Request) (*http.Response, error) {
 	start := d.clk.Now()
 	defer func() { d.lat.add(d.clk.Now().Sub(start)) }()
-	if d.hg == nil {
-		return d.client.Do(req)
-	}
-	return hedge.CallWith(req.Context(), d.hg, func(ctx context.Context) (*http.Response, error) {
-		return d.client.Do(req.Clone(ctx))
-	}, func(resp *http.Response) {
-		if resp != nil {
-			resp.Body.Close()
-		}
-	})
+	return d.client.Do(req)
 }
 
 // Call makes one logical call. It returns the answer and whether it came from the fallback, or

@@ -38,6 +38,7 @@ type result struct {
 	ruleTimes             []timing
 	samples               []ruleSamples // samples each rule reads per evaluation
 	totalSamples          float64
+	totalSeriesReads      float64
 	ruleFile              string
 	interval              time.Duration
 	round                 int
@@ -398,15 +399,15 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 // summary prints one line per run: N, rules, round, evaluation time per cycle, the most
 // expensive rule, head series per dependency-instance and RSS.
 func summary(w io.Writer, rs []*result) {
-	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per interval | CPU per evaluation round | head series per dep.-instance | RSS | samples per round |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per interval | CPU per evaluation round | head series per dep.-instance | RSS | samples per round | series read per round |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		depInst := float64(r.n * r.m)
 		top := "–"
 		if len(r.ruleTimes) > 0 {
 			top = fmt.Sprintf("`%s` %s", r.ruleTimes[0].name, ms(r.ruleTimes[0].mean))
 		}
-		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %s | %.1f | %.0f MB | %.0f |\n", r.n, r.m, r.ruleFile, r.round,
-			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), ms(r.cpuPerRound), r.headSeries/depInst, r.rssBytes/1e6, r.totalSamples)
+		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %s | %.1f | %.0f MB | %.0f | %.0f |\n", r.n, r.m, r.ruleFile, r.round,
+			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), ms(r.cpuPerRound), r.headSeries/depInst, r.rssBytes/1e6, r.totalSamples, r.totalSeriesReads)
 	}
 }
 

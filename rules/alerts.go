@@ -233,19 +233,19 @@ and on (%[1]s)
 		expr: func(r *resolved, s settings) string {
 			g, gi := r.by(false), r.by(true)
 			state := r.name(catalog.BreakerState)
-			impaired := fmt.Sprintf("max by (%[1]s) (%[2]s) > 0\n    and on (%[1]s)\n    %[3]s", gi,
+			impaired := fmt.Sprintf("max by (%[1]s) (%[2]s) > 0\n      and on (%[1]s)\n      %[3]s", gi,
 				r.last(r.sel(state, re(catalog.LabelState, catalog.StateOpen.String(), catalog.StateHalfOpen.String()))), r.sel(r.recImpact()))
+			// The impaired instances are counted once: the count, kept where it reaches the
+			// minimum, is divided by the instances (a comparison without bool keeps the value).
 			return fmt.Sprintf(`(
-  count by (%[1]s) (
-    %[3]s
+  (
+    count by (%[1]s) (
+      %[3]s
+    ) >= %[6]d
   )
 /
   count by (%[1]s) (max by (%[2]s) (%[4]s))
-) > %[5]s
-and on (%[1]s)
-count by (%[1]s) (
-    %[3]s
-) >= %[6]d`, g, gi, impaired, r.last(r.sel(state, eq(catalog.LabelState, catalog.StateClosed.String()))), num(s.threshold), s.minInstances)
+) > %[5]s`, g, gi, impaired, r.last(r.sel(state, eq(catalog.LabelState, catalog.StateClosed.String()))), num(s.threshold), s.minInstances)
 		},
 		causes: func(r *resolved, s settings) string {
 			q := "count by (" + catalog.LabelCause + ") (max by (" + labelInstance + ", " + catalog.LabelCause + ") (" + r.labelSel(false, r.name(catalog.BreakerTrippedSince)) + " > 0))"
@@ -298,9 +298,8 @@ count by (%[1]s) (
 			g := r.by(false)
 			attempts, calls := r.sel(r.recRetryAttempts()), r.sel(r.recRetryCalls())
 			early := FormatDuration(spikeEarlyOffset(r, s))
-			return fmt.Sprintf(`%[1]s > %[2]s%[8]s
-and on (%[3]s)
-%[1]s > %[4]s * (
+			// The retry rate is read once: above the floor, then above the baseline.
+			return fmt.Sprintf(`%[1]s > %[2]s > %[4]s * (
     %[5]s offset 1h
   /
     (%[6]s offset 1h > 0)
@@ -308,7 +307,7 @@ and on (%[3]s)
     avg_over_time(%[5]s[1h] offset %[7]s)
   /
     (avg_over_time(%[6]s[1h] offset %[7]s) > 0)
-)`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold), attempts, calls, early, r.floor(attempts))
+)%[8]s`, r.sel(r.recRetryRate()), num(RetrySpikeFloor), g, num(s.threshold), attempts, calls, early, r.floor(attempts))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
 			return fmt.Sprintf("Retry %s made %s extra attempts per call over the last %s, more than %s times as many as an hour earlier and above %s — often the earliest sign of a downstream fault. In the first hour of data, before there is a value an hour earlier, the comparison is with the average over the data before the last %s.",
@@ -324,7 +323,7 @@ and on (%[3]s)
 		value:   valuePercent,
 		expr: func(r *resolved, s settings) string {
 			denied := r.sel(r.recBudgetDenied())
-			return fmt.Sprintf("%[1]s\n/\n(%[1]s + %[2]s)\n> %[3]s%[4]s", denied, r.sel(r.recRetryAttempts()), num(s.threshold), r.floor(denied))
+			return fmt.Sprintf("%[1]s\n/\n(%[2]s + %[3]s)\n> %[4]s", r.floored(denied), denied, r.sel(r.recRetryAttempts()), num(s.threshold))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
 			return fmt.Sprintf("Retry %s had %s of the retries it wanted to make refused by its budget over the last %s (threshold %s, at least %d refusals), for %s: the budget is stopping a retry storm, and calls fail without retrying.",
@@ -440,8 +439,8 @@ and on (%[3]s)
 		value:   valuePercent,
 		expr: func(r *resolved, s settings) string {
 			wanted := "(" + r.sel(r.recRetryAttempts()) + " + " + r.sel(r.recBudgetDenied()) + ")"
-			return fmt.Sprintf("%[1]s\n/\n(%[2]s > 0)\n> %[3]s%[4]s\nunless on (%[5]s)\n%[6]s > %[7]s",
-				wanted, r.sel(r.recRetryCalls()), num(s.threshold), r.floor(wanted), r.by(false), r.sel(r.recUnrescuedRatio()), num(containedMaxUnrescued))
+			return fmt.Sprintf("%[1]s\n/\n(%[2]s > 0)\n> %[3]s\nunless on (%[4]s)\n%[5]s > %[6]s",
+				r.floored(wanted), r.sel(r.recRetryCalls()), num(s.threshold), r.by(false), r.sel(r.recUnrescuedRatio()), num(containedMaxUnrescued))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
 			return fmt.Sprintf("Callers of %s wanted %s extra attempts per call over the last %s (threshold %s), yet fewer than %s of calls failed unrescued: retries, the retry budget and fallbacks contained a retry storm. This record stays for %s after the storm; look at what failed while users did not notice.",
@@ -469,6 +468,15 @@ const (
 // times the window) in the rate window.
 func (r *resolved) floor(rate string) string {
 	return fmt.Sprintf("\nand on (%s)\n%s * %s >= %d", r.by(false), rate, num(r.rateWindow.Seconds()), MinEvents)
+}
+
+// floored renders a rate kept only where it meets the minimum-volume floor, for the numerator
+// of a ratio: the same condition as floor, without reading the rate a second time (a
+// comparison without bool keeps the left side's value, here the events in the window, which
+// the division by the window turns back into the rate).
+func (r *resolved) floored(rate string) string {
+	w := num(r.rateWindow.Seconds())
+	return fmt.Sprintf("(%s * %s >= %d) / %s", rate, w, MinEvents, w)
 }
 
 // withMatcher adds a matcher to a selector rendered by labelSel.

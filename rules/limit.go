@@ -84,7 +84,8 @@ var limitSpecs = []alertSpec{
 			g := r.by(false)
 			all := fmt.Sprintf("sum by (%s) (rate(%s))", g, r.rangeOf(r.sel(r.name(catalog.LimiterCalls))))
 			rej := fmt.Sprintf("sum by (%s) (rate(%s))", g, r.rangeOf(r.sel(r.name(catalog.LimiterCalls), eq(catalog.LabelKind, catalog.AdmissionRejected.String()))))
-			return fmt.Sprintf("%s\n/\n%s\n> %s\nand\n%s >= %s", rej, all, num(s.threshold), all, num(LimiterRejectionFloor))
+			// The calls are rated once: kept where they reach the floor, they divide the rejections.
+			return fmt.Sprintf("%s\n/\n(%s >= %s)\n> %s", rej, all, num(LimiterRejectionFloor), num(s.threshold))
 		},
 		description: func(r *resolved, s settings, a descArgs) string {
 			return fmt.Sprintf("Adaptive limiter %s rejected %s of calls over the last %s (threshold %s), for %s: offered load exceeds what the dependency serves at its normal latency.",

@@ -137,7 +137,7 @@ func TestPerInstanceAlertsKeepInstance(t *testing.T) {
 				continue
 			}
 			assert.Equal(t, perInstance[rl.Alert], strings.Contains(rl.Expr, "instance"), "%s: instance kept", rl.Alert)
-			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.Contains(rl.Expr, "on (job, name") || strings.HasPrefix(rl.Expr, "job_name:") || strings.HasPrefix(rl.Expr, "job_name_instance:"), "%s keeps job and name", rl.Alert)
+			assert.True(t, strings.Contains(rl.Expr, "by (job, name") || strings.Contains(rl.Expr, "on (job, name") || strings.HasPrefix(strings.TrimLeft(rl.Expr, "("), "job_name:") || strings.HasPrefix(rl.Expr, "job_name_instance:"), "%s keeps job and name", rl.Alert)
 		}
 	}
 }

@@ -42,6 +42,7 @@ type options struct {
 	warmup     time.Duration
 	cycles     int
 	top        int
+	cpuProfile string
 }
 
 func main() {
@@ -70,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 5*time.Minute+30*time.Second, "time before measuring, so that the rate windows fill (the default rules' is 5m)")
 	fs.IntVar(&o.cycles, "cycles", 6, "evaluations of each group to average")
 	fs.IntVar(&o.top, "top", 0, "print only the N most expensive rules (0: all)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write Prometheus's CPU profile over the measurement (30s, /debug/pprof/profile) to FILE-N-ROUND-RULES.pprof")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type result struct {
 	missed                float64       // prometheus_rule_group_iterations_missed_total, summed
 	groups                []timing
 	ruleTimes             []timing
+	samples               []ruleSamples // samples each rule reads per evaluation
+	totalSamples          float64
+	totalSeriesReads      float64
 	ruleFile              string
 	interval              time.Duration
 	round                 int
@@ -99,6 +103,14 @@ func measure(ctx context.Context, o options, n int, prom, ruleFile, dir string) 
 		return nil, err
 	}
 	from := time.Now()
+	profiled := make(chan error, 1)
+	if o.cpuProfile != "" {
+		go func() {
+			profiled <- cpuProfile(srv.URL, fmt.Sprintf("%s-%d-%s.pprof", o.cpuProfile, n, filepath.Base(dir)))
+		}()
+	} else {
+		profiled <- nil
+	}
 	if err := r.evaluations(ctx, srv.URL, o, ruleFile != ""); err != nil {
 		return nil, err
 	}
@@ -112,8 +124,16 @@ func measure(ctx context.Context, o options, n int, prom, ruleFile, dir string) 
 	if r.evaluationsPerGroup > 0 {
 		r.cpuPerRound = seconds((after.cpu - before.cpu) / r.evaluationsPerGroup)
 	}
+	if err := <-profiled; err != nil {
+		return nil, err
+	}
 	if err := r.series(srv.URL); err != nil {
 		return nil, err
+	}
+	if ruleFile != "" {
+		if err := r.querySamples(srv.URL); err != nil {
+			return nil, err
+		}
 	}
 	r.elapsed = time.Since(began)
 	return r, nil
@@ -369,6 +389,9 @@ func (r *result) print(w io.Writer, top int) {
 		}
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", rl.name, rl.group, ms(rl.mean), ms(rl.max))
 	}
+	if len(r.samples) > 0 {
+		r.printSamples(w, top)
+	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
@@ -376,14 +399,33 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 // summary prints one line per run: N, rules, round, evaluation time per cycle, the most
 // expensive rule, head series per dependency-instance and RSS.
 func summary(w io.Writer, rs []*result) {
-	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per interval | CPU per evaluation round | head series per dep.-instance | RSS |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "\n## Summary\n\n| N × M | rules | round | evaluation per cycle | per dependency-instance | most expensive rule | Prometheus CPU per interval | CPU per evaluation round | head series per dep.-instance | RSS | samples per round | series read per round |\n|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		depInst := float64(r.n * r.m)
 		top := "–"
 		if len(r.ruleTimes) > 0 {
 			top = fmt.Sprintf("`%s` %s", r.ruleTimes[0].name, ms(r.ruleTimes[0].mean))
 		}
-		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %s | %.1f | %.0f MB |\n", r.n, r.m, r.ruleFile, r.round,
-			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), ms(r.cpuPerRound), r.headSeries/depInst, r.rssBytes/1e6)
+		fmt.Fprintf(w, "| %d × %d | %s | %d | %s | %.3f ms | %s | %s | %s | %.1f | %.0f MB | %.0f | %.0f |\n", r.n, r.m, r.ruleFile, r.round,
+			ms(r.total()), float64(r.total())/float64(time.Millisecond)/depInst, top, ms(r.cpuPerCycle), ms(r.cpuPerRound), r.headSeries/depInst, r.rssBytes/1e6, r.totalSamples, r.totalSeriesReads)
 	}
+}
+
+// cpuProfile saves Prometheus's CPU profile over the next 30 seconds to file.
+func cpuProfile(base, file string) error {
+	c := &http.Client{Timeout: time.Minute}
+	resp, err := c.Get(base + "/debug/pprof/profile?seconds=30")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -136,7 +136,7 @@
               "description": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) is open or half-open, and rejecting calls or failing its probes, on {{ $value | humanizePercentage }} of the instances (at least 2 instances) for 2m; trip causes: {{ with printf \"count by (cause) (max by (instance, cause) (resilience_circuitbreaker_tripped_since_timestamp_seconds{job=%q, name=%q} \u003e 0))\" $labels.job $labels.name | query }}{{ range $i, $s := . | sortByLabel \"cause\" }}{{ if $i }}, {{ end }}{{ with $s.Labels.cause }}{{ . }}{{ else }}unknown{{ end }} on {{ $s.Value }}{{ end }}{{ else }}unknown{{ end }}. The dependency itself is down, not one pod.",
               "summary": "Circuit breaker \"{{ $labels.name }}\" (job={{ $labels.job }}) is open on most instances: the dependency is down."
             },
-            "expr": "(\n  count by (job, name) (\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[45s])) \u003e 0\n    and on (job, name, instance)\n    job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m\n  )\n/\n  count by (job, name) (max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=\"closed\"}[45s])))\n) \u003e 0.5\nand on (job, name)\ncount by (job, name) (\n    max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[45s])) \u003e 0\n    and on (job, name, instance)\n    job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m\n) \u003e= 2",
+            "expr": "(\n  (\n    count by (job, name) (\n      max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=~\"open|half_open\"}[45s])) \u003e 0\n      and on (job, name, instance)\n      job_name_instance:resilience_circuitbreaker_rejected_or_failed_probes:increase2m\n    ) \u003e= 2\n  )\n/\n  count by (job, name) (max by (job, name, instance) (last_over_time(resilience_circuitbreaker_state{state=\"closed\"}[45s])))\n) \u003e 0.5",
             "for": "2m",
             "labels": {
               "severity": "critical"
@@ -189,7 +189,7 @@
               "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) made {{ $value | humanizePercentage }} extra attempts per call over the last 5m, more than 3 times as many as an hour earlier and above 1% — often the earliest sign of a downstream fault. In the first hour of data, before there is a value an hour earlier, the comparison is with the average over the data before the last 15m.",
               "summary": "Retry rate of \"{{ $labels.name }}\" (job={{ $labels.job }}) jumped compared with an hour ago."
             },
-            "expr": "job_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 0.01\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 \u003e= 10\nand on (job, name)\njob_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 3 * (\n    job_name:resilience_retry_attempts:rate5m offset 1h\n  /\n    (job_name:resilience_retry_calls:rate5m offset 1h \u003e 0)\n  or on (job, name)\n    avg_over_time(job_name:resilience_retry_attempts:rate5m[1h] offset 15m)\n  /\n    (avg_over_time(job_name:resilience_retry_calls:rate5m[1h] offset 15m) \u003e 0)\n)",
+            "expr": "job_name:resilience_retry_attempts_per_call:ratio_rate5m \u003e 0.01 \u003e 3 * (\n    job_name:resilience_retry_attempts:rate5m offset 1h\n  /\n    (job_name:resilience_retry_calls:rate5m offset 1h \u003e 0)\n  or on (job, name)\n    avg_over_time(job_name:resilience_retry_attempts:rate5m[1h] offset 15m)\n  /\n    (avg_over_time(job_name:resilience_retry_calls:rate5m[1h] offset 15m) \u003e 0)\n)\nand on (job, name)\njob_name:resilience_retry_attempts:rate5m * 300 \u003e= 10",
             "for": "5m",
             "labels": {
               "severity": "warning"
@@ -201,7 +201,7 @@
               "description": "Retry \"{{ $labels.name }}\" (job={{ $labels.job }}) had {{ $value | humanizePercentage }} of the retries it wanted to make refused by its budget over the last 5m (threshold 10%, at least 10 refusals), for 5m: the budget is stopping a retry storm, and calls fail without retrying.",
               "summary": "Retry budget of \"{{ $labels.name }}\" (job={{ $labels.job }}) is exhausted."
             },
-            "expr": "job_name:resilience_retry_budget_denied:rate5m\n/\n(job_name:resilience_retry_budget_denied:rate5m + job_name:resilience_retry_attempts:rate5m)\n\u003e 0.1\nand on (job, name)\njob_name:resilience_retry_budget_denied:rate5m * 300 \u003e= 10",
+            "expr": "(job_name:resilience_retry_budget_denied:rate5m * 300 \u003e= 10) / 300\n/\n(job_name:resilience_retry_budget_denied:rate5m + job_name:resilience_retry_attempts:rate5m)\n\u003e 0.1",
             "for": "5m",
             "keep_firing_for": "2m",
             "labels": {
@@ -226,7 +226,7 @@
               "description": "Callers of \"{{ $labels.name }}\" (job={{ $labels.job }}) wanted {{ $value | humanizePercentage }} extra attempts per call over the last 5m (threshold 20%), yet fewer than 5% of calls failed unrescued: retries, the retry budget and fallbacks contained a retry storm. This record stays for 1h after the storm; look at what failed while users did not notice.",
               "summary": "A retry storm towards \"{{ $labels.name }}\" (job={{ $labels.job }}) was contained."
             },
-            "expr": "(job_name:resilience_retry_attempts:rate5m + job_name:resilience_retry_budget_denied:rate5m)\n/\n(job_name:resilience_retry_calls:rate5m \u003e 0)\n\u003e 0.2\nand on (job, name)\n(job_name:resilience_retry_attempts:rate5m + job_name:resilience_retry_budget_denied:rate5m) * 300 \u003e= 10\nunless on (job, name)\njob_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m \u003e 0.05",
+            "expr": "((job_name:resilience_retry_attempts:rate5m + job_name:resilience_retry_budget_denied:rate5m) * 300 \u003e= 10) / 300\n/\n(job_name:resilience_retry_calls:rate5m \u003e 0)\n\u003e 0.2\nunless on (job, name)\njob_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m \u003e 0.05",
             "for": "1m",
             "keep_firing_for": "1h",
             "labels": {
@@ -367,7 +367,7 @@
               "description": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) rejected {{ $value | humanizePercentage }} of calls over the last 5m (threshold 5%), for 5m: offered load exceeds what the dependency serves at its normal latency.",
               "summary": "Adaptive limiter \"{{ $labels.name }}\" (job={{ $labels.job }}) is rejecting calls."
             },
-            "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\"}[5m]))\n/\nsum by (job, name) (rate(resilience_limiter_calls_total[5m]))\n\u003e 0.05\nand\nsum by (job, name) (rate(resilience_limiter_calls_total[5m])) \u003e= 0.1",
+            "expr": "sum by (job, name) (rate(resilience_limiter_calls_total{kind=\"rejected\"}[5m]))\n/\n(sum by (job, name) (rate(resilience_limiter_calls_total[5m])) \u003e= 0.1)\n\u003e 0.05",
             "for": "5m",
             "labels": {
               "severity": "warning"

@@ -188,6 +188,14 @@ func fileDigest(t *testing.T, dir string, names ...string) string {
 func promtoolPasses(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	if out, ok := promtooltest.Run(t, dir, args...); !ok {
-		t.Fatalf("promtool %s:\n%s", strings.Join(args, " "), clip(out))
+		t.Fatalf("promtool %s:\n%s", strings.Join(args, " "), lastBytes(out, 4000))
 	}
+}
+
+// lastBytes is the end of s, at most n bytes: where promtool's failures and timeouts are.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("(%d bytes before) …", len(s)-n) + strings.ToValidUTF8(s[len(s)-n:], "")
 }

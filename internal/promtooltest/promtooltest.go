@@ -36,8 +36,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Timeout bounds one promtool process.
-const Timeout = 6 * time.Minute
+// Timeout bounds one promtool process: a guard against a hang, far above a minute of CPU,
+// since a machine shared by many jobs can stretch that minute tenfold in wall time.
+const Timeout = 15 * time.Minute
 
 // Path returns the absolute path of bin/promtool in the module root above the working
 // directory, and skips t when it is absent.

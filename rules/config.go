@@ -290,7 +290,52 @@ func (cfg Config) resolve() (*resolved, error) {
 	if r.slos, err = r.resolveSLOs(cfg.SLOs); err != nil {
 		return nil, err
 	}
+	if err := r.checkSLOTestWork(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// Bounds of the generated SLO tests' work: `promtool test rules` must pass them within a
+// minute of CPU for every accepted config.
+const (
+	// MaxSLOTestEvaluations caps the evaluations of SLO rule groups (15 rules each) that the
+	// generated SLO tests make in all, as estimated by sloTestEvaluations. promtool spends
+	// about 2 ms of CPU on one (measured: 4 SLOs of 90 days at 99.999%, 12,442 estimated,
+	// took 26 s on a loaded 2-core machine), so the cap keeps a test file near 50 s. Every
+	// test scenario evaluates the rules of every SLO, so the work grows with the SLO count
+	// times the sum of the SLOs' periods over the evaluation interval; the interval follows
+	// the shortest period (1m up to 22d, 5m at 90d), so a config mixing short and long periods
+	// costs most: 5 SLOs of one period fit, 4 of 6d and 90d do not.
+	MaxSLOTestEvaluations = 25_000
+	// sloTestSpanShare bounds the share of its period the test scenarios of one SLO span in
+	// all: under 3% (2.8% at a 99.999% objective, whose blip scenario needs the longest history).
+	sloTestSpanShare = 0.03
+)
+
+// sloTestEvaluations estimates the SLO rule group evaluations of the generated SLO tests.
+func (r *resolved) sloTestEvaluations() int {
+	every := r.sloEvalInterval()
+	var evals float64
+	for _, s := range r.slos {
+		evals += sloTestSpanShare * float64(s.Period) / float64(every)
+	}
+	return int(evals * float64(len(r.slos)))
+}
+
+// checkSLOTestWork refuses SLOs whose generated tests would exceed MaxSLOTestEvaluations.
+func (r *resolved) checkSLOTestWork() error {
+	n := r.sloTestEvaluations()
+	if n <= MaxSLOTestEvaluations {
+		return nil
+	}
+	periods := make([]model.Duration, len(r.slos))
+	for i, s := range r.slos {
+		periods[i] = model.Duration(s.Period)
+	}
+	return fieldErr("slos", periods, "%d SLOs with these periods need about %d evaluations of SLO rules in their generated tests, at most %d (a minute of promtool): "+
+		"every test evaluates every SLO's rules, every %s (what the shortest period needs); use fewer SLOs, or put SLOs of short and long periods into separate configs",
+		len(r.slos), n, MaxSLOTestEvaluations, FormatDuration(r.sloEvalInterval()))
 }
 
 // resolveShared resolves the settings the dashboards share (genconfig): namespace, selector,

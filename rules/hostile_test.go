@@ -6,12 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
+	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // hostileStrings reach annotations: template syntax, quotes, YAML and URL specials, non-ASCII.
@@ -175,4 +179,59 @@ func TestGrafanaVariablesRefused(t *testing.T) {
 	} {
 		assert.NoError(t, ok.Validate(), "%+v", ok)
 	}
+}
+
+// TestSLOTestWorkBounded: the generated SLO tests stay within MaxSLOTestEvaluations — the most
+// SLOs of any one period are accepted, at the highest objective and guard, and their tests
+// evaluate the SLO rule groups at most as often as estimated — while SLOs of short and long
+// periods mixed, whose tests run at the short period's interval, are refused with a config
+// error naming the periods.
+func TestSLOTestWorkBounded(t *testing.T) {
+	slos := func(periods ...time.Duration) Config {
+		var cfg Config
+		for i, p := range periods {
+			cfg.SLOs = append(cfg.SLOs, SLO{Name: fmt.Sprintf("dep%d", i), Objective: MaxSLOObjective, MinCalls: MaxSLOMinCalls, Period: p})
+		}
+		return cfg
+	}
+	same := func(p time.Duration) []time.Duration { return slices.Repeat([]time.Duration{p}, MaxSLOs) }
+	for _, p := range []time.Duration{MinSLOPeriod, 7 * day, 22*day + 10*time.Hour + 47*time.Minute + 59*time.Second, 22*day + 10*time.Hour + 48*time.Minute, 30 * day, 45 * day, MaxSLOPeriod} {
+		cfg := slos(same(p)...)
+		r, err := cfg.resolve()
+		require.NoError(t, err, "%d SLOs of %s", MaxSLOs, FormatDuration(p))
+		out, err := GenerateSLOTests(cfg, "r.yaml")
+		require.NoError(t, err, FormatDuration(p))
+		var file yamlTestFile
+		require.NoError(t, yaml.Unmarshal(out, &file))
+		every := parseDuration(t, file.EvaluationInterval)
+		assert.Equal(t, r.sloEvalInterval(), every)
+		assert.LessOrEqual(t, every, max(time.Minute, r.slos[0].base()/3), "%s: three evaluations per base window (or 1m)", FormatDuration(p))
+		evals := 0
+		for _, g := range file.Tests {
+			var last time.Duration
+			for _, a := range g.AlertRuleTests {
+				last = max(last, parseDuration(t, a.EvalTime))
+			}
+			for _, e := range g.PromqlExprTests {
+				last = max(last, parseDuration(t, e.EvalTime))
+			}
+			evals += int(last/every) + 1
+		}
+		t.Logf("%d SLOs of %s: tested every %s, %d group evaluations (estimated %d)", MaxSLOs, FormatDuration(p), file.EvaluationInterval, evals*MaxSLOs, r.sloTestEvaluations())
+		assert.LessOrEqual(t, evals*MaxSLOs, r.sloTestEvaluations(), "%s: the estimate bounds the work", FormatDuration(p))
+	}
+	err := slos(MinSLOPeriod, MaxSLOPeriod, MaxSLOPeriod, MaxSLOPeriod).Validate()
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, "slos", ce.Field)
+	assert.Contains(t, err.Error(), "slos = [6d 90d 90d 90d]: 4 SLOs")
+	assert.Contains(t, ce.Reason, "every 1m")
+	assert.NoError(t, slos(MinSLOPeriod, MaxSLOPeriod).Validate(), "two SLOs of far apart periods fit")
+}
+
+func parseDuration(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := model.ParseDuration(s)
+	require.NoError(t, err, s)
+	return time.Duration(d)
 }

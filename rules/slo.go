@@ -107,10 +107,10 @@ const (
 	MaxSLOObjective = 0.99999
 	// MaxSLOs caps the number of SLOs of one config. Each is a rule group of 15 rules, and
 	// its generated promtool tests evaluate every SLO's rules: their run time grows with the
-	// square of the SLO count, and 4 SLOs of a 90-day period keep `promtool test rules` within
-	// a minute. Generate larger sets from several configs (distinct ids) into separate
-	// directories.
-	MaxSLOs = 4
+	// square of the SLO count, and 5 SLOs of any one period keep `promtool test rules` within
+	// a minute (MaxSLOTestEvaluations bounds mixed periods). Generate larger sets from several
+	// configs (distinct ids) into separate directories.
+	MaxSLOs = 5
 	// MaxSLOIDLength caps SLO.ID, in bytes.
 	MaxSLOIDLength = 128
 	// MaxSLONameLength caps SLO.Name, in bytes: the longest name a primitive can have
@@ -705,7 +705,7 @@ func GenerateSLOTests(cfg Config, ruleFile string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := yamlTestFile{RuleFiles: []string{ruleFile}, EvaluationInterval: FormatDuration(sloEvalInterval), Tests: tests}
+	file := yamlTestFile{RuleFiles: []string{ruleFile}, EvaluationInterval: FormatDuration(r.sloEvalInterval()), Tests: tests}
 	for _, g := range r.sloGroups() {
 		file.GroupEvalOrder = append(file.GroupEvalOrder, g.Name)
 	}

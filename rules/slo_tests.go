@@ -32,48 +32,90 @@ const sloTestOffset = 1_000_000
 // the SLO's minimum-traffic guard needs more (sloTester.callsPerStep).
 const sloCallsPerStep = 1000
 
-// sloEvalInterval is the evaluation interval of the SLO tests: Prometheus' default. The input
-// series are sampled every step (15s), four samples per evaluation.
-const sloEvalInterval = time.Minute
+// Bounds of the evaluation interval of the SLO tests. The rules' results do not depend on it
+// (their long windows average recorded rates, and the burn alerts have no for), but
+// promtool's work grows with the square of the evaluations a scenario spans (every evaluation
+// sums every long window), so SLOs of long periods are tested at a longer interval.
+const (
+	// minSLOEvalInterval is Prometheus' default evaluation interval, the shortest one the SLO
+	// tests use.
+	minSLOEvalInterval = time.Minute
+	// maxSLOEvalInterval is the longest: a third of the base window of a 90-day period.
+	maxSLOEvalInterval = 5 * time.Minute
+	// sloEvalsPerBase is the fewest evaluations per base window above the shortest interval:
+	// every sample a base rate reads is seen by several evaluations, as in production.
+	sloEvalsPerBase = 3
+)
 
-// evalEvery is the number of samples per evaluation.
-const evalEvery = int(sloEvalInterval / step)
+// sloEvalInterval is the evaluation interval of the SLO tests: the longest whole number of
+// steps (15s scrapes) in [minSLOEvalInterval, maxSLOEvalInterval] that every SLO's base
+// window holds sloEvalsPerBase times, or minSLOEvalInterval.
+func (r *resolved) sloEvalInterval() time.Duration {
+	every := maxSLOEvalInterval
+	for _, s := range r.slos {
+		every = min(every, s.base()/sloEvalsPerBase/step*step)
+	}
+	return max(every, minSLOEvalInterval)
+}
 
 // sloSim replays one SLO's rules over a scenario of two counters sampled every step: good
 // calls and bad calls (the source's successful and failed kinds). The rules are evaluated every
 // sloEvalInterval, from 0; evaluation k sees the samples up to sample k·evalEvery.
 type sloSim struct {
 	s         *resolvedSLO
-	peers     []*sloSim // the other SLOs reading the same counters (same dependency and source)
-	good, bad []float64 // counter values by sample
-	calls     []float64 // recorded base rate of all calls, by evaluation; NaN where absent
-	badCalls  []float64 // recorded base rate of bad calls (present from the first evaluation)
-	thr       []float64 // thresholds of the burn rules, as PromQL parses them
+	every     time.Duration // the evaluation interval
+	peers     []*sloSim     // the other SLOs reading the same counters (same dependency and source)
+	good, bad []float64     // counter values by sample
+	calls     []float64     // recorded base rate of all calls, by evaluation; NaN where absent
+	badCalls  []float64     // recorded base rate of bad calls (present from the first evaluation)
+	thr       []float64     // thresholds of the burn rules, as PromQL parses them
 }
 
-// newSLOSim builds the counters of evals evaluations whose increments at sample i ≥ 1 are
-// good(i) and bad(i), and records the base rates.
-func newSLOSim(s *resolvedSLO, evals int, good, bad func(i int) float64) *sloSim {
-	n := (evals-1)*evalEvery + 1
+// newSLOSim builds the counters of evals evaluations, every apart, whose increments at sample
+// i ≥ 1 are good(i) and bad(i), and records the base rates.
+func newSLOSim(s *resolvedSLO, every time.Duration, evals int, good, bad func(i int) float64) *sloSim {
+	n := (evals-1)*samplesPer(every) + 1
 	g, b := make([]float64, n), make([]float64, n)
-	g[0], b[0] = sloTestOffset, sloTestOffset
+	g[0] = counterStart(n, good, bad)
+	b[0] = g[0]
 	for i := 1; i < n; i++ {
 		g[i] = g[i-1] + good(i)
 		b[i] = b[i-1] + bad(i)
 	}
-	return replaySLO(s, evals, g, b)
+	return replaySLO(s, every, evals, g, b)
 }
 
-// replaySLO replays s's rules over the counters good and bad for evals evaluations.
-func replaySLO(s *resolvedSLO, evals int, good, bad []float64) *sloSim {
-	sim := &sloSim{s: s, good: good, bad: bad, calls: make([]float64, evals), badCalls: make([]float64, evals)}
+// counterStart is where counters of n samples with increments good and bad start:
+// sloTestOffset, or a power of ten times it large enough that no step adds more than a
+// hundredth of it. Heavy traffic (the guard of a min_calls of 10⁹ needs millions of calls per
+// step) on a small start would make rate() extrapolate the good counter towards zero in the
+// first evaluations and not the bad one, skewing the early error ratios of the long windows.
+func counterStart(n int, good, bad func(i int) float64) float64 {
+	var most float64
+	for i := 1; i < n; i++ {
+		most = max(most, good(i), bad(i))
+	}
+	start := float64(sloTestOffset)
+	for start < 100*most {
+		start *= 10
+	}
+	return start
+}
+
+// samplesPer is the number of samples (steps) per evaluation interval every.
+func samplesPer(every time.Duration) int { return int(every / step) }
+
+// replaySLO replays s's rules over the counters good and bad for evals evaluations, every
+// apart.
+func replaySLO(s *resolvedSLO, every time.Duration, evals int, good, bad []float64) *sloSim {
+	sim := &sloSim{s: s, every: every, good: good, bad: bad, calls: make([]float64, evals), badCalls: make([]float64, evals)}
 	for _, b := range s.burns {
 		sim.thr = append(sim.thr, decimalFloat(b.threshold))
 	}
 	w := s.base()
 	for k := range evals {
-		rg, okG := rateAt(sim.good, k*evalEvery, w)
-		rb, okB := rateAt(sim.bad, k*evalEvery, w)
+		rg, okG := rateAt(sim.good, k*samplesPer(every), w)
+		rb, okB := rateAt(sim.bad, k*samplesPer(every), w)
 		if okG && okB {
 			sim.calls[k] = kahanTotal([]float64{rb, rg}) // sum orders series by labels: failed before successful
 		} else {
@@ -161,9 +203,9 @@ func kahanTotal(xs []float64) float64 {
 
 // window returns the recorded samples of series in (t−w, t] at evaluation k, skipping absent
 // ones.
-func window(series []float64, k int, w time.Duration) []float64 {
+func (sim *sloSim) window(series []float64, k int, w time.Duration) []float64 {
 	var out []float64
-	for j := firstIn(time.Duration(k)*sloEvalInterval, w, sloEvalInterval); j <= k; j++ {
+	for j := firstIn(time.Duration(k)*sim.every, w, sim.every); j <= k; j++ {
 		if !math.IsNaN(series[j]) {
 			out = append(out, series[j])
 		}
@@ -179,7 +221,7 @@ func (sim *sloSim) ratio(k int, w time.Duration) (float64, bool) {
 		}
 		return sim.badCalls[k] / sim.calls[k], true
 	}
-	calls := window(sim.calls, k, w)
+	calls := sim.window(sim.calls, k, w)
 	if len(calls) == 0 {
 		return 0, false
 	}
@@ -187,13 +229,13 @@ func (sim *sloSim) ratio(k int, w time.Duration) (float64, bool) {
 	if !(total > 0) {
 		return 0, false
 	}
-	return kahanTotal(window(sim.badCalls, k, w)) / total, true
+	return kahanTotal(sim.window(sim.badCalls, k, w)) / total, true
 }
 
 // callsIn is the guard's estimate of the calls in the long window w at evaluation k:
 // avg_over_time(calls[w]) × w.
 func (sim *sloSim) callsIn(k int, w time.Duration) (float64, bool) {
-	xs := window(sim.calls, k, w)
+	xs := sim.window(sim.calls, k, w)
 	if len(xs) == 0 {
 		return 0, false
 	}
@@ -338,10 +380,13 @@ func (sim *sloSim) settleBefore(k, floor int) int {
 }
 
 // evalsIn is d in evaluations, rounded up.
-func evalsIn(d time.Duration) int { return int((d + sloEvalInterval - 1) / sloEvalInterval) }
+func (t *sloTester) evalsIn(d time.Duration) int { return int((d + t.every - 1) / t.every) }
 
 // evalTime is the time of evaluation k.
-func evalTime(k int) time.Duration { return time.Duration(k) * sloEvalInterval }
+func (t *sloTester) evalTime(k int) time.Duration { return time.Duration(k) * t.every }
+
+// evalEvery is the number of samples per evaluation.
+func (t *sloTester) evalEvery() int { return samplesPer(t.every) }
 
 // sloScenario is one test group of one SLO.
 type sloScenario struct {
@@ -364,13 +409,14 @@ type sloTester struct {
 	// calls is the calls per step of the scenarios with ordinary traffic: sloCallsPerStep, or
 	// twice what the SLO's minimum-traffic guards need in their long windows.
 	calls float64
+	every time.Duration // the evaluation interval
 }
 
 // newSim replays the SLO's rules and its peers' over the same counters.
 func (t *sloTester) newSim(evals int, good, bad func(i int) float64) *sloSim {
-	sim := newSLOSim(t.s, evals, good, bad)
+	sim := newSLOSim(t.s, t.every, evals, good, bad)
 	for _, p := range t.peers {
-		sim.peers = append(sim.peers, replaySLO(p, evals, sim.good, sim.bad))
+		sim.peers = append(sim.peers, replaySLO(p, t.every, evals, sim.good, sim.bad))
 	}
 	return sim
 }
@@ -469,7 +515,7 @@ func (t *sloTester) render(sc sloScenario) yamlTestGroup {
 			// their own checks where they are certain, a peer may still be undecided there.
 			continue
 		}
-		at := yamlAlertTest{EvalTime: FormatDuration(evalTime(k)), Alertname: AlertErrorBudgetBurn, ExpAlerts: []yamlExpAlert{}}
+		at := yamlAlertTest{EvalTime: FormatDuration(t.evalTime(k)), Alertname: AlertErrorBudgetBurn, ExpAlerts: []yamlExpAlert{}}
 		for _, sim := range append([]*sloSim{sc.sim}, sc.sim.peers...) {
 			for b, st := range sim.states(k) {
 				if st.firing {
@@ -506,12 +552,13 @@ func (t *sloTester) expAlert(s *resolvedSLO, b resolvedBurn, value float64) yaml
 // sloTests are the promtool test groups of every SLO.
 func (r *resolved) sloTests(lv map[string]string) ([]yamlTestGroup, error) {
 	var out []yamlTestGroup
+	every := r.sloEvalInterval()
 	for _, s := range r.slos {
 		slv, err := r.sloTestLabels(lv, s)
 		if err != nil {
 			return nil, err
 		}
-		t := &sloTester{r: r, s: s, lv: slv, calls: callsPerStep(s)}
+		t := &sloTester{r: r, s: s, lv: slv, calls: callsPerStep(s), every: every}
 		for _, o := range r.slos {
 			if o != s && o.Source == s.Source && o.name.Matches(slv[catalog.LabelName]) {
 				t.peers = append(t.peers, o)
@@ -555,9 +602,9 @@ func (t *sloTester) fastBurn() ([]sloScenario, error) {
 	budget := s.budgetShare()
 	bad := math.Max(1, math.Round(math.Min(1, 50*budget)*t.calls))
 	share := bad / t.calls
-	warmEvals := evalsIn(b0.long + s.base())
-	warm := warmEvals * evalEvery // the last healthy sample
-	evals := warmEvals + 2*evalsIn(b0.long) + evalsIn(s.base())
+	warmEvals := t.evalsIn(b0.long + s.base())
+	warm := warmEvals * t.evalEvery() // the last healthy sample
+	evals := warmEvals + 2*t.evalsIn(b0.long) + t.evalsIn(s.base())
 	sim := t.newSim(evals, from(warm, t.calls-bad, t.calls), from(warm, bad, 0))
 	first := -1
 	for k := warmEvals; k < evals; k++ {
@@ -570,18 +617,18 @@ func (t *sloTester) fastBurn() ([]sloScenario, error) {
 		return nil, fmt.Errorf("a %s burn never paged", pct(share))
 	}
 	windowMath := time.Duration(decimalFloat(b0.threshold) / share * float64(b0.long))
-	took := evalTime(first - warmEvals)
-	if took > windowMath+s.base()+sloEvalInterval {
+	took := t.evalTime(first - warmEvals)
+	if took > windowMath+s.base()+t.every {
 		return nil, fmt.Errorf("a %s burn paged after %s, later than the window math allows (%s + a %s base window)",
 			pct(share), FormatDuration(took), FormatDuration(windowMath.Round(time.Second)), FormatDuration(s.base()))
 	}
 	fire, quiet := sim.settle(first), sim.settleBefore(first-1, warmEvals)
 	if fire < 0 || quiet < 0 {
-		return nil, fmt.Errorf("no certain evaluation around the fast page at %s", FormatDuration(evalTime(first)))
+		return nil, fmt.Errorf("no certain evaluation around the fast page at %s", FormatDuration(t.evalTime(first)))
 	}
 	return []sloScenario{{
 		name: fmt.Sprintf("a fast burn (%s× the budget: %s of calls failing after %s of healthy traffic) pages %s later; the %s window reaches %s× after about %s",
-			num(share/budget), pct(share), FormatDuration(evalTime(warmEvals)), FormatDuration(took),
+			num(share/budget), pct(share), FormatDuration(t.evalTime(warmEvals)), FormatDuration(took),
 			FormatDuration(b0.long), num(b0.Factor), FormatDuration(windowMath.Round(time.Second))),
 		sim:    sim,
 		checks: []int{quiet, fire},
@@ -597,9 +644,9 @@ func (t *sloTester) slowBurn() ([]sloScenario, error) {
 	s := t.s
 	budget := s.budgetShare()
 	bad := slowBurnFactor * budget * t.calls
-	warmEvals := evalsIn(s.burns[0].long + s.base())
-	warm := warmEvals * evalEvery
-	limit := warmEvals + 4*evalsIn(s.burns[3].short) + 4*warmEvals
+	warmEvals := t.evalsIn(s.burns[0].long + s.base())
+	warm := warmEvals * t.evalEvery()
+	limit := warmEvals + 4*t.evalsIn(s.burns[3].short) + 4*warmEvals
 	sim := t.newSim(limit, from(warm, t.calls-bad, t.calls), from(warm, bad, 0))
 	firstTicket, allTickets := -1, -1
 	for k := warmEvals; k < limit && allTickets < 0; k++ {
@@ -608,7 +655,7 @@ func (t *sloTester) slowBurn() ([]sloScenario, error) {
 			switch {
 			case x.firing && s.burns[b].Page:
 				return nil, fmt.Errorf("a %s× burn paged (%s over %s) at %s",
-					num(slowBurnFactor), FormatDuration(s.burns[b].long), FormatDuration(s.burns[b].short), FormatDuration(evalTime(k)))
+					num(slowBurnFactor), FormatDuration(s.burns[b].long), FormatDuration(s.burns[b].short), FormatDuration(t.evalTime(k)))
 			case !s.burns[b].Page && !x.firing:
 				both = false
 			case !s.burns[b].Page && firstTicket < 0:
@@ -636,8 +683,8 @@ func (t *sloTester) slowBurn() ([]sloScenario, error) {
 	}
 	return []sloScenario{{
 		name: fmt.Sprintf("a slow burn (%s× the budget: %s of calls failing after %s of healthy traffic) opens a ticket after %s, both after %s, and never pages",
-			num(slowBurnFactor), pct(slowBurnFactor*budget), FormatDuration(evalTime(warmEvals)),
-			FormatDuration(evalTime(firstTicket-warmEvals)), FormatDuration(evalTime(allTickets-warmEvals))),
+			num(slowBurnFactor), pct(slowBurnFactor*budget), FormatDuration(t.evalTime(warmEvals)),
+			FormatDuration(t.evalTime(firstTicket-warmEvals)), FormatDuration(t.evalTime(allTickets-warmEvals))),
 		sim:    sim,
 		checks: []int{quiet, fire, end},
 	}}, nil
@@ -653,13 +700,13 @@ func (t *sloTester) blip() ([]sloScenario, error) {
 	share := math.Min(1, 0.5*decimalFloat(b0.threshold)*b0.long.Seconds()/step.Seconds())
 	bad := math.Max(1, math.Floor(share*t.calls))
 	share = bad / t.calls
-	before := evalsIn(b0.long + s.base())
+	before := t.evalsIn(b0.long + s.base())
 	for _, b := range s.burns {
-		before = max(before, evalsIn(time.Duration(1.25*share/decimalFloat(b.threshold)*float64(step))))
+		before = max(before, t.evalsIn(time.Duration(1.25*share/decimalFloat(b.threshold)*float64(step))))
 	}
 	for try := 0; try < 6; try, before = try+1, before*2 {
-		at := before*evalEvery + 1 // the blip's sample, right after an evaluation
-		evals := before + evalsIn(b0.long+s.base()) + 2
+		at := before*t.evalEvery() + 1 // the blip's sample, right after an evaluation
+		evals := before + t.evalsIn(b0.long+s.base()) + 2
 		sim := t.newSim(evals,
 			func(i int) float64 { return t.calls - onlyIf(i == at, bad) },
 			func(i int) float64 { return onlyIf(i == at, bad) })
@@ -668,9 +715,9 @@ func (t *sloTester) blip() ([]sloScenario, error) {
 		}
 		return []sloScenario{{
 			name: fmt.Sprintf("a 15s blip of failures (%s of the calls of one scrape) after %s of healthy traffic stays silent",
-				pct(share), FormatDuration(evalTime(before))),
+				pct(share), FormatDuration(t.evalTime(before))),
 			sim:    sim,
-			checks: []int{before + 1, before + evalsIn(s.base()), before + evalsIn(b0.long), evals - 1},
+			checks: []int{before + 1, before + t.evalsIn(s.base()), before + t.evalsIn(b0.long), evals - 1},
 		}}, nil
 	}
 	return nil, fmt.Errorf("a 15s blip of %s failures raised an alert after any history", pct(share))
@@ -687,7 +734,7 @@ func onlyIf(cond bool, v float64) float64 {
 // idle: the counters exist and do not move. No ratio is recorded, no alert fires.
 func (t *sloTester) idle() ([]sloScenario, error) {
 	s := t.s
-	evals := evalsIn(s.burns[0].long+s.base()) + 2
+	evals := t.evalsIn(s.burns[0].long+s.base()) + 2
 	sim := t.newSim(evals, none, none)
 	if !sim.silentThroughout() {
 		return nil, fmt.Errorf("idle traffic raised an alert")
@@ -695,7 +742,7 @@ func (t *sloTester) idle() ([]sloScenario, error) {
 	return []sloScenario{{
 		name:   "idle (no calls) stays silent",
 		sim:    sim,
-		checks: []int{evalsIn(s.base()) + 1, evals - 1},
+		checks: []int{t.evalsIn(s.base()) + 1, evals - 1},
 	}}, nil
 }
 
@@ -712,21 +759,21 @@ func (t *sloTester) lowTraffic() ([]sloScenario, error) {
 		every = max(every, int(math.Ceil(2*b.long.Seconds()/(float64(b.minCalls)*step.Seconds()))))
 	}
 	b0 := s.burns[0]
-	failEval := evalsIn(b0.long + s.base())
-	fail := max(failEval*evalEvery/every*every, every) // the sample of a call that fails
-	evals := fail/evalEvery + evalsIn(b0.long+s.base()) + 2
+	failEval := t.evalsIn(b0.long + s.base())
+	fail := max(failEval*t.evalEvery()/every*every, every) // the sample of a call that fails
+	evals := fail/t.evalEvery() + t.evalsIn(b0.long+s.base()) + 2
 	sim := t.newSim(evals,
 		func(i int) float64 { return onlyIf(i%every == 0 && i != fail, 1) },
 		func(i int) float64 { return onlyIf(i == fail, 1) })
 	if !sim.silentThroughout() {
 		return nil, fmt.Errorf("one failed call among a call every %s raised an alert", FormatDuration(time.Duration(every)*step))
 	}
-	failEval = fail/evalEvery + 1 // the first evaluation that sees the failure
+	failEval = fail/t.evalEvery() + 1 // the first evaluation that sees the failure
 	return []sloScenario{{
 		name: fmt.Sprintf("low traffic (a call every %s: half the guard's %d calls in %s) with one failed call stays silent",
 			FormatDuration(time.Duration(every)*step), b0.minCalls, FormatDuration(b0.long)),
 		sim:    sim,
-		checks: []int{failEval, failEval + evalsIn(s.base()), evals - 1},
+		checks: []int{failEval, failEval + t.evalsIn(s.base()), evals - 1},
 	}}, nil
 }
 
@@ -736,7 +783,7 @@ func (t *sloTester) budget() ([]sloScenario, error) {
 	s := t.s
 	budget := s.budgetShare()
 	bad := budget / 2 * t.calls
-	at := evalsIn(s.burns[0].long + s.base())
+	at := t.evalsIn(s.burns[0].long + s.base())
 	sim := t.newSim(at+1, func(int) float64 { return t.calls - bad }, func(int) float64 { return bad })
 	labels := t.aggLabels()
 	sc := sloScenario{
@@ -746,7 +793,7 @@ func (t *sloTester) budget() ([]sloScenario, error) {
 		checks: []int{at},
 	}
 	expect := func(expr string, v float64) {
-		sc.exprs = append(sc.exprs, yamlExprTest{Expr: expr, EvalTime: FormatDuration(evalTime(at)), ExpSamples: []yamlSample{{Labels: labels, Value: v}}})
+		sc.exprs = append(sc.exprs, yamlExprTest{Expr: expr, EvalTime: FormatDuration(t.evalTime(at)), ExpSamples: []yamlSample{{Labels: labels, Value: v}}})
 	}
 	for _, w := range append(slices.Clone(s.windows), s.Period) {
 		r, ok := sim.ratio(at, w)
@@ -773,8 +820,8 @@ func (t *sloTester) aggLabels() string {
 // (they appear on the first failure): the bad-call rate is 0 and the error ratio 0, not absent.
 func (t *sloTester) composition() ([]sloScenario, error) {
 	s := t.s
-	at := evalsIn(2*s.base()) + 1
-	n := at*evalEvery + 1
+	at := t.evalsIn(2*s.base()) + 1
+	n := at*t.evalEvery() + 1
 	type in struct {
 		m     catalog.Metric
 		inc   float64
@@ -820,7 +867,7 @@ func (t *sloTester) composition() ([]sloScenario, error) {
 		bad -= fallbacks
 	}
 	labels := t.aggLabels()
-	evalAt := FormatDuration(evalTime(at))
+	evalAt := FormatDuration(t.evalTime(at))
 	perSecond := func(perStep float64) float64 { return math.Round(1000 * perStep / step.Seconds()) }
 	exprs := func(total, bad float64) []yamlExprTest {
 		return []yamlExprTest{

@@ -213,9 +213,14 @@ func hostileConfigs() []hostileConfig {
 			sloList(rules.MaxSLOs, func(i int) string {
 				return fmt.Sprintf("id: %s, name: %s, objective: 0.999, labels: %s", labelName(i, rules.MaxSLOIDLength), labelName(i, rules.MaxSLONameLength), labels(rules.MaxSLOLabels, rules.MaxSLOLabelValueLength))
 			})},
+		// Periods from 6d to 30d: tested at 1m, the 6d period's interval (with 90d, the
+		// tests would need more than a minute of promtool: refused below).
 		{name: "the most SLOs on one dependency", accept: true, data: sloList(rules.MaxSLOs, func(i int) string {
-			return fmt.Sprintf("id: s%d, name: p, objective: %v, period: %dd", i, []float64{0.999, 0.99, 0.9999, 0.95}[i%4], 6+i*84/max(1, rules.MaxSLOs-1))
+			return fmt.Sprintf("id: s%d, name: p, objective: %v, period: %dd", i, []float64{0.999, 0.99, 0.9999, 0.95}[i%4], 6+i*24/max(1, rules.MaxSLOs-1))
 		})},
+		{name: "4 SLOs of 6d and 90d together (their tests at 1m would exceed a minute of promtool)", data: sloList(4, func(i int) string {
+			return fmt.Sprintf("name: dep%d, objective: 0.99999, period: %s", i, []string{"6d", "90d", "90d", "90d"}[i])
+		}), inError: "put SLOs of short and long periods into separate configs"},
 	}
 }
 

@@ -15,6 +15,7 @@ package promtooltest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -31,11 +32,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
-// Timeout bounds one promtool process.
-const Timeout = 6 * time.Minute
+// Timeout bounds one promtool process: a guard against a hang, far above a minute of CPU,
+// since a machine shared by many jobs can stretch that minute tenfold in wall time.
+const Timeout = 15 * time.Minute
 
 // Path returns the absolute path of bin/promtool in the module root above the working
 // directory, and skips t when it is absent.
@@ -192,8 +195,8 @@ func splitFlags(args []string) (flags, files []string) {
 	return flags, files
 }
 
-// shard splits the test file (relative to dir) into at most n files of about as many test
-// groups each, written to tmp with rule_files made absolute. The YAML is cut as a node tree, so
+// shard splits the test file (relative to dir) into at most n files of about as much work
+// each (balance), written to tmp with rule_files made absolute. The YAML is cut as a node tree, so
 // every value stays as written. A file of fewer than two groups is returned as it is.
 func shard(dir, file string, n int, tmp string) ([][]string, error) {
 	path := file
@@ -227,8 +230,8 @@ func shard(dir, file string, n int, tmp string) ([][]string, error) {
 	all := tests.Content
 	n = min(n, len(all))
 	var out [][]string
-	for i := range n {
-		tests.Content = all[i*len(all)/n : (i+1)*len(all)/n]
+	for i, part := range balance(all, n) {
+		tests.Content = part
 		b, err := yaml.Marshal(&doc)
 		if err != nil {
 			return nil, err
@@ -240,6 +243,64 @@ func shard(dir, file string, n int, tmp string) ([][]string, error) {
 		out = append(out, []string{name})
 	}
 	return out, nil
+}
+
+// balance splits the test groups into n shards of about as much work each: the most
+// expensive first, each to the shard with the least work so far (then the fewest groups). A
+// group's work is its last eval_time (promtool evaluates every rule from 0 to there); a shard
+// keeps its groups in file order.
+func balance(groups []*yaml.Node, n int) [][]*yaml.Node {
+	cost := make([]time.Duration, len(groups))
+	order := make([]int, len(groups))
+	for i, g := range groups {
+		cost[i], order[i] = lastEvalTime(g), i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
+	load, picked := make([]time.Duration, n), make([][]int, n)
+	for _, i := range order {
+		s := 0
+		for j := 1; j < n; j++ {
+			if load[j] < load[s] || load[j] == load[s] && len(picked[j]) < len(picked[s]) {
+				s = j
+			}
+		}
+		load[s] += cost[i]
+		picked[s] = append(picked[s], i)
+	}
+	out := make([][]*yaml.Node, n)
+	for s, idx := range picked {
+		slices.Sort(idx)
+		for _, i := range idx {
+			out[s] = append(out[s], groups[i])
+		}
+	}
+	return out
+}
+
+// lastEvalTime is the latest eval_time of a test group's alert and expression tests (0 where
+// none parses).
+func lastEvalTime(g *yaml.Node) time.Duration {
+	var last time.Duration
+	if g.Kind != yaml.MappingNode {
+		return 0
+	}
+	for _, key := range []string{"alert_rule_test", "promql_expr_test"} {
+		seq := field(g, key)
+		if seq == nil || seq.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, item := range seq.Content {
+			if item.Kind != yaml.MappingNode {
+				continue
+			}
+			if at := field(item, "eval_time"); at != nil {
+				if d, err := model.ParseDuration(at.Value); err == nil {
+					last = max(last, time.Duration(d))
+				}
+			}
+		}
+	}
+	return last
 }
 
 // field returns the value node of key in a mapping node, or nil.

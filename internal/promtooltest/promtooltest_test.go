@@ -1,9 +1,11 @@
 package promtooltest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,7 +110,8 @@ func TestShardKeepsEveryGroupOnceAndMakesRuleFilesAbsolute(t *testing.T) {
 			assert.Equal(t, "1+0x10", g.InputSeries[0].Values)
 		}
 	}
-	assert.Equal(t, groups, seen, "every group exactly once, in order")
+	slices.Sort(seen)
+	assert.Equal(t, groups, seen, "every group exactly once")
 
 	one, err := shard(rel, "t.yaml", 1, t.TempDir())
 	require.NoError(t, err)
@@ -194,4 +197,34 @@ func TestTheScriptAndTheTestsShareResults(t *testing.T) {
 
 	_, err = exec.Command(script, writeDir(t, map[string]string{"t.yaml": testFile("FAIL_ME")}), "test", "rules", "t.yaml").CombinedOutput()
 	assert.Error(t, err, "the script reports promtool's failure")
+}
+
+// TestShardsBalanceTheWork: the groups are split by their evaluations (the last eval_time),
+// not by their count: one long group gets a shard of its own.
+func TestShardsBalanceTheWork(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("rule_files:\n  - rules.yaml\ntests:\n")
+	for i, last := range []string{"10m", "1m", "1h", "2m", "1m", "5m"} {
+		fmt.Fprintf(&b, "  - name: g%d\n    alert_rule_test:\n      - eval_time: 30s\n        alertname: A\n      - eval_time: %s\n        alertname: A\n", i, last)
+	}
+	dir := writeDir(t, map[string]string{"t.yaml": b.String()})
+	parts, err := shard(dir, "t.yaml", 2, t.TempDir())
+	require.NoError(t, err)
+	var names [][]string
+	for _, p := range parts {
+		raw, err := os.ReadFile(p[0])
+		require.NoError(t, err)
+		var doc struct {
+			Tests []struct {
+				Name string `yaml:"name"`
+			} `yaml:"tests"`
+		}
+		require.NoError(t, yaml.Unmarshal(raw, &doc))
+		var ns []string
+		for _, g := range doc.Tests {
+			ns = append(ns, g.Name)
+		}
+		names = append(names, ns)
+	}
+	assert.Equal(t, [][]string{{"g2"}, {"g0", "g1", "g3", "g4", "g5"}}, names, "the hour-long group alone, the rest in file order")
 }

@@ -112,9 +112,18 @@ var hedgeScenarios = map[string]func(c *scenario) ([]testCase, error){
 		out := trafficScenarios(c, build, perStep, step,
 			fmt.Sprintf("fires at %s hedges per call", fnum(hedges/perStep)),
 			fmt.Sprintf("a 15s blip of %s hedges per call does not fire", fnum(hedges/perStep)), c.r.rateWindow, c.r.rateWindow)
-		// A trickle: one call a minute, with as many hedges per call — below the minimum volume.
-		return append(out, trickle(c, fmt.Sprintf("a trickle (one call a minute, %s hedges per call) stays silent", fnum(hedges/perStep)),
-			build(trickleEnd, every(t0+step, time.Minute, 1, 0), zero))), nil
+		// A trickle of calls, each hedged more than the threshold allows, too few hedges per
+		// window for the minimum volume (no such trickle exists when one call's hedges reach it).
+		th := math.Floor(c.s.threshold) + 1
+		if th >= MinEvents/2 {
+			return out, nil
+		}
+		p := tricklePeriod(c, th)
+		return append(out, trickle(c, fmt.Sprintf("a trickle (one call every %s, %s hedges per call) stays silent", FormatDuration(p), fnum(th)),
+			[]*track{
+				c.counter(catalog.HedgeCalls, trickleEnd, every(t0+step, p, 1, 0)),
+				c.counter(catalog.HedgeAttempts, trickleEnd, every(t0+step, p, th, 0), catalog.LabelOutcome, catalog.HedgeWon.String()),
+			})), nil
 	},
 	AlertHedgesRarelyWinning: func(c *scenario) ([]testCase, error) {
 		won := math.Floor(c.s.threshold * perStep / 2)
@@ -127,9 +136,10 @@ var hedgeScenarios = map[string]func(c *scenario) ([]testCase, error){
 		out := trafficScenarios(c, build, perStep-won, step,
 			fmt.Sprintf("fires when only %s of hedges win", pct(won/perStep)),
 			"a 15s blip in which no hedge wins does not fire", c.r.rateWindow, c.r.rateWindow)
-		// A trickle: one hedge a minute, none of them winning — below the minimum volume.
-		return append(out, trickle(c, "a trickle (one hedge a minute, none winning) stays silent",
-			build(trickleEnd, every(t0+step, time.Minute, 1, 0), zero))), nil
+		// A trickle of hedges, none of them winning — below the minimum volume.
+		p := tricklePeriod(c, 1)
+		return append(out, trickle(c, fmt.Sprintf("a trickle (one hedge every %s, none winning) stays silent", FormatDuration(p)),
+			build(trickleEnd, every(t0+step, p, 1, 0), zero))), nil
 	},
 	AlertHedgeBudgetExhausted: func(c *scenario) ([]testCase, error) {
 		// bad are hedges refused, good hedges that ran.
@@ -152,6 +162,12 @@ var hedgeScenarios = map[string]func(c *scenario) ([]testCase, error){
 
 // trickleEnd is the end of the series of a case built by trickle.
 const trickleEnd = 31 * time.Minute
+
+// tricklePeriod is the period of a trickle of calls that bring perCall events each: at least a
+// minute, and long enough that a rate window holds at most half the minimum volume.
+func tricklePeriod(c *scenario, perCall float64) time.Duration {
+	return max(time.Minute, ceilStep(time.Duration(float64(c.r.rateWindow)*perCall*2/MinEvents)))
+}
 
 // trickle is a case in which the alert stays silent for 30 minutes.
 func trickle(c *scenario, desc string, tracks []*track) testCase {

@@ -13,9 +13,9 @@ import (
 // that negotiates protobuf and ingests native histograms stores as one series. The same dto
 // also carries the cumulative counts at classic bounds (the catalog's default bounds — a few,
 // on call durations only — or its full layouts with classic buckets on: powers of two, exact
-// sums of native buckets), which every other scraper stores — a Prometheus with its default configuration, VictoriaMetrics. A
-// histogram without classic bounds reads, in the text formats, as three lines:
-// `_bucket{le="+Inf"}`, `_sum` and `_count`.
+// sums of native buckets), which every other scraper stores — a Prometheus with its default
+// configuration, VictoriaMetrics. A histogram without classic bounds reads, in the text
+// formats, as three lines: `_bucket{le="+Inf"}`, `_sum` and `_count`.
 
 // The native histogram parameters every histogram shares. They are addressed by the dto
 // messages of every scrape and never written.

@@ -182,8 +182,8 @@ soak: $(BIN)/stormwatch
 tools-victoriametrics:
 	@scripts/install-tools.sh victoriametrics
 
-## vmalert-check: `vmalert -dryRun` on the default and SLO rule files (prometheus and
-## victoriametrics targets).
+## vmalert-check: `vmalert -dryRun` on every generated rule file (default and SLO, every
+## target, files and manifests; the Mimir and Thanos keys removed, checked to be the only ones).
 vmalert-check: tools-victoriametrics
 	$(GO) test -count=1 -run TestVmalertDryRunAcceptsTheRuleFiles -v ./rules/
 

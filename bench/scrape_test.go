@@ -74,6 +74,7 @@ func vecGatherer(b testing.TB, n int, full bool) prometheus.Gatherer {
 		// 1.1892… (schema 2) fits in 1.19, not in itself (rounding).
 		NativeHistogramBucketFactor:  1.19,
 		NativeHistogramZeroThreshold: catalog.NativeZeroThreshold}
+	hopts.Buckets = catalog.DefaultBuckets(catalog.BreakerCallDuration) // the collector's default classic bounds
 	if full {
 		hopts.Buckets = catalog.DurationBuckets
 	}

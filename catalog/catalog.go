@@ -190,21 +190,34 @@ var (
 
 // The few classic bounds a collector exports by default next to the native buckets, so that a
 // Prometheus without native histogram ingestion (the default until Prometheus 4) and
-// VictoriaMetrics store a latency distribution they can take quantiles of: every other bound of
-// the full layout (a factor 4 apart, so a quantile interpolated inside a bucket is within a
-// factor 2), each one of the full layout's bounds. Retry delays have none: their dashboard reads
-// the mean delay per source, which _sum and _count give.
+// VictoriaMetrics store a call latency distribution they can take quantiles of. Only call
+// durations carry them: they are what the latency panels read, and each bound is one more
+// series per breaker as a default Prometheus stores them. Bulkhead waits and retry delays
+// have none: their panels read the mean from _sum and _count, which every store has (a
+// histogram without classic bounds is stored there as its +Inf bucket, _sum and _count).
+// No generated alert or SLO reads a bucket: slow calls are counted by the breaker itself
+// against its own threshold, so no threshold needs to be a bound.
 var (
-	// DurationDefaultBuckets: ≈ 3.9 ms (2^-8 s) to 16 s; 7 bounds.
-	DurationDefaultBuckets = everyOther(powersOfTwo(-8, 4))
-	// WaitDefaultBuckets: ≈ 3.9 ms (2^-8 s) to 4 s; 6 bounds.
-	WaitDefaultBuckets = everyOther(powersOfTwo(-8, 2))
+	// DurationDefaultBuckets: every third bound of the full layout from ≈ 3.9 ms (2^-8 s) to
+	// 16 s — 3.9 ms, 31 ms, 250 ms, 2 s, 16 s: 5 bounds a factor 8 apart, so a quantile
+	// interpolated inside a bucket is in the right order of magnitude over the range outbound
+	// calls take (native histograms: within 9%).
+	DurationDefaultBuckets = everyNth(powersOfTwo(-8, 4), 3)
 )
 
-// everyOther returns b[0], b[2], b[4], ….
-func everyOther(b []float64) []float64 {
-	out := make([]float64, 0, (len(b)+1)/2)
-	for i := 0; i < len(b); i += 2 {
+// DefaultBuckets returns the classic bounds a collector exports by default on histogram m
+// beside its native buckets (nil: none; m.Buckets is the full layout).
+func DefaultBuckets(m Metric) []float64 {
+	if m.Primitive == BreakerCallDuration.Primitive && m.Name == BreakerCallDuration.Name {
+		return DurationDefaultBuckets
+	}
+	return nil
+}
+
+// everyNth returns b[0], b[n], b[2n], ….
+func everyNth(b []float64, n int) []float64 {
+	out := make([]float64, 0, (len(b)+n-1)/n)
+	for i := 0; i < len(b); i += n {
 		out = append(out, b[i])
 	}
 	return out

@@ -121,25 +121,29 @@ func TestClassicBucketsArePowersOfTwoInsideTheNativeRange(t *testing.T) {
 }
 
 func TestDefaultClassicBucketsAreAFewOfTheFullLayout(t *testing.T) {
-	for _, c := range []struct {
-		name        string
-		def, full   []float64
-		first, last float64
-		wantLen     int
-	}{
-		{"duration", DurationDefaultBuckets, DurationBuckets, 1.0 / 256, 16, 7},
-		{"wait", WaitDefaultBuckets, WaitBuckets, 1.0 / 256, 4, 6},
-	} {
-		require.Len(t, c.def, c.wantLen, c.name)
-		assert.Equal(t, c.first, c.def[0], c.name)
-		assert.Equal(t, c.last, c.def[len(c.def)-1], c.name)
-		for i, b := range c.def {
-			assert.Contains(t, c.full, b, "%s bound %v is a bound of the full layout", c.name, b)
-			if i > 0 {
-				assert.Equal(t, 4.0, b/c.def[i-1], "%s bounds a factor 4 apart", c.name)
-			}
+	def := DurationDefaultBuckets
+	assert.Equal(t, []float64{1.0 / 256, 1.0 / 32, 0.25, 2, 16}, def)
+	for i, b := range def {
+		assert.Contains(t, BreakerCallDuration.Buckets, b, "bound %v is a bound of the full layout", b)
+		if i > 0 {
+			assert.Equal(t, 8.0, b/def[i-1], "bounds a factor 8 apart")
 		}
 	}
+	// Only call durations carry default classic bounds; every histogram has a full layout.
+	for _, m := range All() {
+		if m.Type != Histogram {
+			assert.Nil(t, DefaultBuckets(m), m.Name)
+			continue
+		}
+		require.NotEmpty(t, m.Buckets, m.Name)
+		if m.Name == BreakerCallDuration.Name && m.Primitive == BreakerCallDuration.Primitive {
+			assert.Equal(t, def, DefaultBuckets(m))
+		} else {
+			assert.Nil(t, DefaultBuckets(m), m.Name)
+		}
+	}
+	// A bulkhead's calls_total is not the breaker's call duration: the name alone does not match.
+	assert.Nil(t, DefaultBuckets(Metric{Primitive: Bulkhead, Name: BreakerCallDuration.Name}))
 }
 
 func TestConfigErrorNamesPrimitiveFieldAndValue(t *testing.T) {

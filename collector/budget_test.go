@@ -24,21 +24,32 @@ import (
 )
 
 // The series budget: what one circuit breaker, and one dependency behind a full pipeline, may
-// cost as a Prometheus with its default configuration stores the default exposition, after
-// every path has run (history.EveryPath: business errors and cancellations included).
+// cost after every path has run (history.EveryPath: business errors and cancellations
+// included), counted as a Prometheus stores the default exposition.
 //
 // A default Prometheus (3.x, until 4: no native histogram ingestion) scrapes OpenMetrics or
 // the text format and stores every sample line: each counter and gauge, and of a histogram
 // each classic bucket (+Inf included), _sum and _count. A histogram without classic buckets
-// reads there as its +Inf bucket, _sum and _count: three series and no distribution. The
-// default exposition carries the catalog's few default classic bounds on the call duration (7)
-// and the bulkhead wait (6) beside the native buckets, which is what lifts the budget from
-// 25/50 (when latency was invisible there) to 30/70: after every path, 27 per breaker (30
-// after a forced open and its reset) and 68 per dependency. A Prometheus with native
-// ingestion stores each histogram as one native series instead: 47 per dependency.
+// reads there as its +Inf bucket, _sum and _count: three series and no distribution. A
+// Prometheus with native ingestion stores each histogram as one series.
+//
+// Per breaker: at most 25 as a default Prometheus stores them (25 after every path: 17
+// counters and gauges, and the duration of successful calls with its 5 default classic bounds,
+// +Inf, _sum and _count).
+//
+// Per dependency: at most 50 series (47 after every path) as a Prometheus with native
+// ingestion stores them; as a default Prometheus stores them, those series plus what the text
+// formats make of the histograms (13 more: 60 after every path). 50 there is the wrong trade:
+// the 4 histogram series of a dependency (successful call durations, bulkhead waits, both
+// retry delay sources) take 12 lines with no classic bound at all, so the 43 counters and
+// gauges — each read by a generated alert or dashboard, and started at 0 where rate() reads
+// them — would have to lose 5 for latency to stay invisible, and 10 to show it with 5 bounds.
 const (
-	maxSeriesPerBreaker    = 30
-	maxSeriesPerDependency = 70
+	maxSeriesPerBreaker            = 25
+	maxNativeSeriesPerDependency   = 50
+	maxSeriesPerDependency         = 60
+	maxHistogramLinesPerDependency = 13 // maxSeriesPerDependency - its native count, at most
+	forcedOpenSeries               = 3  // the forced_open state, closed→forced_open, forced_open→closed
 )
 
 // storedSeries gathers c and returns the series a default Prometheus stores from it (see the
@@ -161,19 +172,36 @@ func TestSeriesBudgetAfterEveryPath(t *testing.T) {
 	// With native histogram ingestion, each histogram is one series.
 	native := nativeStoredSeries(t, def)[history.Dependency]
 	t.Logf("per dependency with native histogram ingestion: %d", native)
+	assert.LessOrEqual(t, native, maxNativeSeriesPerDependency, "series per dependency, native ingestion")
+	// What a default Prometheus stores beyond that is the histograms' text form and nothing
+	// else: per histogram series, its default classic bounds, +Inf, _sum and _count for one.
+	extra := 0
+	for f, n := range perFamily(got) {
+		m, ok := catalog.Lookup(catalog.DefaultNamespace, f)
+		require.True(t, ok, f)
+		if m.Type != catalog.Histogram {
+			continue
+		}
+		lines := len(catalog.DefaultBuckets(m)) + 3
+		assert.Zero(t, n%lines, "%s: whole histograms of %d lines", f, lines)
+		extra += n / lines * (lines - 1)
+	}
+	assert.Equal(t, len(got)-native, extra, "default − native = the histograms' classic lines")
+	assert.LessOrEqual(t, extra, maxHistogramLinesPerDependency)
 	classic, err := New(h.Registry(), WithClassicBuckets())
 	require.NoError(t, err)
 	gotClassic := storedSeries(t, classic)[history.Dependency]
 	t.Logf("with classic buckets: per breaker %d, per dependency %d", breakerSeries(gotClassic), len(gotClassic))
 	assert.Less(t, native, len(got), "native histograms cost less than classic buckets")
 
-	// Manual operations are rare label values: a forced open and its reset add its state and
-	// its two transitions, and the breaker stays within its budget.
+	// Manual operations are rare label values an operator causes, not call paths: a forced open
+	// and its reset add its state and its two transitions, and nothing else.
 	h.Pipeline().Breaker().ForceOpen()
 	h.Pipeline().Breaker().Reset()
 	manual := storedSeries(t, def)[history.Dependency]
-	assert.Equal(t, breakerSeries(got)+3, breakerSeries(manual), "forced_open state, closed→forced_open, forced_open→closed")
-	assert.LessOrEqual(t, breakerSeries(manual), maxSeriesPerBreaker, "series per breaker after manual operations")
+	assert.Equal(t, breakerSeries(got)+forcedOpenSeries, breakerSeries(manual), "forced_open state, closed→forced_open, forced_open→closed")
+	assert.Equal(t, len(got)+forcedOpenSeries, len(manual))
+	t.Logf("after a forced open and its reset: per breaker %d, per dependency %d", breakerSeries(manual), len(manual))
 }
 
 // logTable prints the series of one dependency per family: fresh, after every path, and in

@@ -87,8 +87,8 @@ resilience_bulkhead_max_concurrent_calls{name="payments"} 1
 		names = append(names, m.FullName(catalog.DefaultNamespace))
 	}
 	const family = "resilience_bulkhead_wait_duration_seconds"
-	want := common + histogramLines(family, `name="inventory"`, catalog.WaitDefaultBuckets) +
-		histogramLines(family, `name="payments"`, catalog.WaitDefaultBuckets, 0, 0.2)
+	want := common + histogramLines(family, `name="inventory"`, catalog.DefaultBuckets(catalog.BulkheadWaitDuration)) +
+		histogramLines(family, `name="payments"`, catalog.DefaultBuckets(catalog.BulkheadWaitDuration), 0, 0.2)
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
 	requireLintClean(t, c)
 

@@ -12,13 +12,16 @@
 // # Series
 //
 // Series are what users pay for, so the default exposition holds what the generated alerts and
-// dashboards read, and rare label values only once they occur: within 30 series per circuit
-// breaker and 70 per dependency behind a full pipeline (retry, breaker, bulkhead, timeout,
-// fallback), counted as a Prometheus with its default configuration stores them — every line
-// of the text format, each classic bucket included (27 and 68 once every path has run, business
-// errors and cancellations included; a forced open and its reset add 3 to the breaker). A
-// Prometheus with native histogram ingestion stores each histogram as one series: 47 per
-// dependency after every path. Series that the generated rules or dashboards feed to rate() start at 0. In detail:
+// dashboards read, and rare label values only once they occur: within 25 series per circuit
+// breaker, counted as a Prometheus with its default configuration stores them — every line of
+// the text format, each classic bucket included — and 50 per dependency behind a full pipeline
+// (retry, breaker, bulkhead, timeout, fallback) counted as a Prometheus with native histogram
+// ingestion stores them (one series per histogram). Once every path has run, business errors
+// and cancellations included: 25 per breaker (a forced open and its reset add 3); per
+// dependency 47 with native ingestion, 60 in a default Prometheus, whose text formats turn the
+// dependency's 4 histogram series into 16 lines (+Inf, _sum and _count each, and the call
+// duration's 5 classic bounds). Series that the generated rules or dashboards feed to rate()
+// start at 0. In detail:
 //
 //   - circuit breaker: state for closed, open and half_open (the other states once the breaker
 //     has been in them); transitions to open from 0, the other transitions once they happened;
@@ -42,13 +45,13 @@
 // OpenTelemetry bridge, module collector/otelx) apply too, so that both export the same series.
 //
 // Latency distributions are native histograms (one series for a scraper that negotiates
-// protobuf and ingests them) carrying, for every other scraper, a few classic buckets: the
-// catalog's default bounds (catalog.DurationDefaultBuckets: 7 on a call duration,
-// catalog.WaitDefaultBuckets: 6 on a bulkhead wait, none on a retry delay, whose dashboard reads
-// the mean from _sum and _count), so that latency quantiles work in a Prometheus with its
-// default configuration (no native histogram ingestion until Prometheus 4), with ingestion on,
-// and in VictoriaMetrics. [WithClassicBuckets] exports the catalog's full classic layouts
-// instead; [WithFullDetail] exports every label value of every catalog metric from the start.
+// protobuf and ingests them). Call durations also carry, for every other scraper, the
+// catalog's few default classic bounds (catalog.DefaultBuckets: 5, from 3.9 ms to 16 s), so
+// that latency quantiles work in a Prometheus with its default configuration (no native
+// histogram ingestion until Prometheus 4), with ingestion on, and in VictoriaMetrics. Bulkhead
+// waits and retry delays carry none: their dashboards read the mean from _sum and _count, which
+// every store has. [WithClassicBuckets] exports the catalog's full classic layouts instead;
+// [WithFullDetail] exports every label value of every catalog metric from the start.
 package collector
 
 import (
@@ -92,9 +95,8 @@ func WithNamespace(ns string) Option {
 // WithClassicBuckets exports every classic bound of the catalog (its power-of-two layouts) on
 // every latency histogram, next to the native buckets, instead of the few default ones: finer
 // quantiles for Prometheus servers that do not ingest native histograms and for scrapers of the
-// text formats. Cost per histogram series in the text exposition, over the default: +9 lines
-// for a call duration (16 bounds, not 7), +14 for a backoff source, +8 for a bulkhead wait (14,
-// not 6).
+// text formats. Cost per histogram series in the text exposition, over the default: +11 lines
+// for a call duration (16 bounds, not 5), +14 for a backoff source, +14 for a bulkhead wait.
 func WithClassicBuckets() Option {
 	return func(c *Collector) error {
 		c.classic = true
@@ -107,8 +109,8 @@ func WithClassicBuckets() Option {
 // kinds, every retry kind, every failure class and both delay sources, the configuration gauges
 // (failure_rate_threshold, open_duration_seconds, the slow-call gauges of breakers without
 // slow-call detection) and bulkhead waiting_calls, with classic buckets. Cost in the text
-// exposition: 79 series per breaker and 172 per dependency behind a full pipeline, against 27
-// and 68 by default.
+// exposition: 79 series per breaker and 172 per dependency behind a full pipeline, against 25
+// and 60 by default.
 func WithFullDetail() Option {
 	return func(c *Collector) error {
 		c.full, c.classic = true, true

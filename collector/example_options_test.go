@@ -12,7 +12,7 @@ import (
 
 // Series of one fresh circuit breaker, by collector option: what the text exposition holds and
 // a Prometheus without native histogram ingestion stores (a histogram counts its buckets, _sum
-// and _count; by default the call duration carries the catalog's 7 default classic bounds).
+// and _count; by default the call duration carries the catalog's 5 default classic bounds).
 func ExampleWithFullDetail() {
 	reg, _ := instrument.NewRegistry()
 	_, _ = reg.Breaker("payments", breaker.Config{})
@@ -43,7 +43,7 @@ func ExampleWithFullDetail() {
 		fmt.Printf("%s: %d\n", tc.name, n)
 	}
 	// Output:
-	// default: 20
+	// default: 18
 	// classic buckets: 29
 	// full detail: 79
 }

@@ -11,11 +11,11 @@ import (
 // Latency distributions are exported as Prometheus native histograms: the schema, the zero
 // bucket and the populated buckets of a histogram.Snapshot as spans and deltas, which a scraper
 // that negotiates protobuf and ingests native histograms stores as one series. The same dto
-// also carries the cumulative counts at a few classic bounds (the catalog's default bounds, or
-// its full layouts with classic buckets on: powers of two, exact sums of native buckets), which
-// every other scraper stores — a Prometheus with its default configuration, VictoriaMetrics. A
-// histogram without classic bounds reads, in the text formats, as three lines:
-// `_bucket{le="+Inf"}`, `_sum` and `_count`.
+// also carries the cumulative counts at classic bounds (the catalog's default bounds — a few,
+// on call durations only — or its full layouts with classic buckets on: powers of two, exact
+// sums of native buckets), which every other scraper stores — a Prometheus with its default
+// configuration, VictoriaMetrics. A histogram without classic bounds reads, in the text
+// formats, as three lines: `_bucket{le="+Inf"}`, `_sum` and `_count`.
 
 // The native histogram parameters every histogram shares. They are addressed by the dto
 // messages of every scrape and never written.
@@ -154,14 +154,16 @@ func classicBuckets(s *histogram.Snapshot, bounds []float64) []*dto.Bucket {
 	return ptrs
 }
 
-// Addressable copies of the catalog's classic bounds, for the dto messages.
+// Addressable copies of the catalog's classic bounds, for the dto messages: the full layouts
+// and the default ones (catalog.DefaultBuckets; nil: native buckets only by default).
 var (
 	durationBounds = append([]float64(nil), catalog.DurationBuckets...)
 	backoffBounds  = append([]float64(nil), catalog.BackoffBuckets...)
 	waitBounds     = append([]float64(nil), catalog.WaitBuckets...)
 
-	durationDefaultBounds = append([]float64(nil), catalog.DurationDefaultBuckets...)
-	waitDefaultBounds     = append([]float64(nil), catalog.WaitDefaultBuckets...)
+	durationDefaultBounds = append([]float64(nil), catalog.DefaultBuckets(catalog.BreakerCallDuration)...)
+	backoffDefaultBounds  = append([]float64(nil), catalog.DefaultBuckets(catalog.RetryBackoff)...)
+	waitDefaultBounds     = append([]float64(nil), catalog.DefaultBuckets(catalog.BulkheadWaitDuration)...)
 )
 
 // constHistogram is a prometheus.Metric holding one histogram sample.

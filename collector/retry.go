@@ -23,7 +23,7 @@ func newRetryPart(c *Collector) *retryPart {
 	return &retryPart{
 		reg:          c.reg,
 		policy:       Policy{FullDetail: c.full},
-		bounds:       c.bounds(backoffBounds, nil),
+		bounds:       c.bounds(backoffBounds, backoffDefaultBounds),
 		calls:        c.desc(catalog.RetryCalls),
 		attempts:     c.desc(catalog.RetryAttempts),
 		errors:       c.desc(catalog.RetryErrors),

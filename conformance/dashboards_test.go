@@ -522,7 +522,7 @@ func syntheticSeries(form histForm) []storage.Series {
 				if form == histNative {
 					continue
 				}
-				for _, le := range append(append([]float64{}, defaultBounds[m.Name]...), math.Inf(1)) {
+				for _, le := range append(append([]float64{}, catalog.DefaultBuckets(m)...), math.Inf(1)) {
 					n := 0
 					if observed <= le {
 						n = perMin
@@ -553,12 +553,6 @@ func (f histForm) String() string {
 // observed is the one observation a minute of every synthetic histogram: in the native bucket
 // (2^(-14/4), 2^(-13/4)] ≈ (0.088, 0.105] s.
 const observed = 0.1
-
-// defaultBounds are the classic bounds of the collector's default exposition, by histogram.
-var defaultBounds = map[string][]float64{
-	catalog.BreakerCallDuration.Name:  catalog.DurationDefaultBuckets,
-	catalog.BulkheadWaitDuration.Name: catalog.WaitDefaultBuckets,
-}
 
 // floatSample is a float sample for storage.NewListSeries.
 type floatSample struct {
@@ -746,14 +740,19 @@ func testDashboardQueriesReturnData(t *testing.T, form histForm) {
 	for _, s := range byWhere[`stormwatch-dependency panel "Waiting callers" A`] {
 		assert.InDelta(t, observed*float64(len(catalog.Admissions))/60, s.F, 1e-9, "callers waiting: %v", s)
 	}
+	// The mean wait for a permit is the one observation, whichever form is stored.
+	require.NotEmpty(t, byWhere[`stormwatch-overview panel "Wait for a permit" A`])
+	for _, s := range byWhere[`stormwatch-overview panel "Wait for a permit" A`] {
+		assert.InDelta(t, observed, s.F, 1e-9, "mean wait")
+	}
 	// Quantiles: of the native histograms, in the observation's native bucket
-	// (2^(-14/4), 2^(-13/4)]; of the default classic buckets (a factor 4 apart), in the classic
-	// bucket that holds it, (1/16, 1/4].
+	// (2^(-14/4), 2^(-13/4)]; of the default classic buckets (a factor 8 apart), in the classic
+	// bucket that holds it, (1/32, 1/4].
 	lo, hi := math.Exp2(-14.0/4), math.Exp2(-13.0/4)
 	if form != histNative { // the classic side of `or` first
-		lo, hi = 1.0/16, 1.0/4
+		lo, hi = 1.0/32, 1.0/4
 	}
-	for _, where := range []string{`stormwatch-overview panel "Call latency" A`, `stormwatch-overview panel "Wait for a permit" B`} {
+	for _, where := range []string{`stormwatch-overview panel "Call latency" A`} {
 		require.NotEmpty(t, byWhere[where], where)
 		for _, s := range byWhere[where] {
 			assert.True(t, s.F > lo && s.F <= hi, "%s: %v not in (%v, %v]", where, s, lo, hi)

@@ -396,8 +396,7 @@ func metricsPage() ([]byte, error) {
 					bs[i] = strconv.FormatFloat(b, 'g', -1, 64)
 				}
 				p.f("- classic bucket bounds (seconds): %s\n", strings.Join(bs, ", "))
-				def := map[string][]float64{catalog.BreakerCallDuration.Name: catalog.DurationDefaultBuckets,
-					catalog.BulkheadWaitDuration.Name: catalog.WaitDefaultBuckets}[m.Name]
+				def := catalog.DefaultBuckets(m)
 				ds := make([]string, len(def))
 				for i, b := range def {
 					ds[i] = strconv.FormatFloat(b, 'g', -1, 64)

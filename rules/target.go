@@ -15,11 +15,13 @@ const (
 	// TargetPrometheus is Prometheus' rule manager (and promtool): the default.
 	TargetPrometheus Target = "prometheus"
 	// TargetMimir is Grafana Mimir's ruler, loaded with mimirtool: the file names its
-	// namespace (`namespace:` beside `groups:`), no group holds more than MimirMaxRulesPerGroup
-	// rules, and every recorded series' name has a colon (what `mimirtool rules check` asks).
+	// namespace (`namespace:` beside `groups:`; mimirtool would take the file's name, the same
+	// for every service), no group holds more than MimirMaxRulesPerGroup rules, and every
+	// recorded series' name has a colon (what `mimirtool rules check` asks).
 	TargetMimir Target = "mimir"
 	// TargetThanos is Thanos Ruler: every group sets partial_response_strategy: abort, so an
-	// alert never evaluates (and resolves) on the data of only some of the stores.
+	// alert never evaluates (and resolves) on the data of only some of the stores (Thanos
+	// Ruler's default too: the key states it).
 	TargetThanos Target = "thanos"
 	// TargetVictoriaMetrics is vmalert: it evaluates a group's rules in order but writes
 	// recorded series asynchronously, so a rule must not read a series recorded in its own

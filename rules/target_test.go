@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,27 +159,134 @@ func TestReadsSeriesMatchesWholeNames(t *testing.T) {
 	assert.True(t, readsSeries("xa:b or a:b", "a:b"))
 }
 
-// TestVmalertDryRunAcceptsTheRuleFiles runs `vmalert -dryRun` on the default and SLO rule
-// files of every target whose files vmalert reads (prometheus and victoriametrics). It needs
-// bin/vmalert (scripts/install-tools.sh victoriametrics; `make vmalert-check`).
+// engineOnlyKeys are the keys of a target's rule files that neither Prometheus' rule format nor
+// vmalert knows, by where they stand: at the top of the file, in every group (of a
+// PrometheusRule manifest: in its spec, and the CRD has partial_response_strategy). Nothing else
+// in the file differs from a Prometheus rule file of the same groups split for the target
+// (ForTarget).
+var engineOnlyKeys = map[Target]struct{ file, group []string }{
+	TargetMimir:  {file: []string{"namespace"}}, // mimirtool's rule namespace (not in manifests)
+	TargetThanos: {group: []string{"partial_response_strategy"}},
+}
+
+// ruleFile is one generated rule file: the engine's file (of a manifest: its spec) and the
+// Prometheus rule file of its groups as ForTarget splits them, both decoded.
+type ruleFile struct {
+	name         string
+	engine, want map[string]any
+}
+
+// generatedRuleFiles returns every rule file generated for target tg: the default rules and
+// the SLO rules, as rule files and as PrometheusRule manifests.
+func generatedRuleFiles(t *testing.T, tg Target) []ruleFile {
+	t.Helper()
+	var out []ruleFile
+	for _, f := range []Format{FormatPrometheus, FormatOperator} {
+		cfg := Config{Target: tg, Format: f, SLOs: exampleSLOs(t)}
+		r, err := cfg.resolveWithSLOs()
+		require.NoError(t, err)
+		for name, gen := range map[string]struct {
+			gen    func(Config) ([]byte, error)
+			groups []Group
+		}{"rules": {Generate, r.groups()}, "slo-rules": {GenerateSLORules, r.sloGroups()}} {
+			b, err := gen.gen(cfg)
+			require.NoError(t, err)
+			var engine map[string]any
+			require.NoError(t, yaml.Unmarshal(b, &engine))
+			if f == FormatOperator {
+				spec, ok := engine["spec"].(map[string]any)
+				require.True(t, ok, "%s %s: a manifest with a spec", tg, name)
+				engine = spec
+			}
+			plain, err := r.renderGroups(FormatPrometheus, TargetPrometheus, ForTarget(tg, gen.groups), "")
+			require.NoError(t, err)
+			var want map[string]any
+			require.NoError(t, yaml.Unmarshal(plain, &want))
+			out = append(out, ruleFile{name: fmt.Sprintf("%s-%s-%s.yaml", tg, f, name), engine: engine, want: want})
+		}
+	}
+	return out
+}
+
+// withoutEngineKeys returns f's engine file without the engine-only keys of tg, checking that
+// each is where it is documented to be (a file key only in rule files, not in manifests).
+func withoutEngineKeys(t *testing.T, tg Target, f ruleFile, manifest bool) map[string]any {
+	t.Helper()
+	keys := engineOnlyKeys[tg]
+	out := map[string]any{}
+	for k, v := range f.engine {
+		out[k] = v
+	}
+	for _, k := range keys.file {
+		_, ok := out[k]
+		assert.Equal(t, !manifest, ok, "%s: key %s at the top", f.name, k)
+		delete(out, k)
+	}
+	groups, ok := out["groups"].([]any)
+	require.True(t, ok, "%s: groups", f.name)
+	stripped := make([]any, len(groups))
+	for i, g := range groups {
+		gm, ok := g.(map[string]any)
+		require.True(t, ok, "%s: group %d", f.name, i)
+		c := map[string]any{}
+		for k, v := range gm {
+			c[k] = v
+		}
+		for _, k := range keys.group {
+			assert.Contains(t, c, k, "%s: group %v", f.name, gm["name"])
+			delete(c, k)
+		}
+		stripped[i] = c
+	}
+	out["groups"] = stripped
+	return out
+}
+
+// TestVmalertDryRunAcceptsTheRuleFiles runs `vmalert -dryRun` on every generated rule file —
+// default and SLO rules, rule files and PrometheusRule manifests (their spec), of every target.
+// The Mimir and Thanos files carry their engines' own keys (engineOnlyKeys), which vmalert and
+// Prometheus refuse as unknown fields: the test shows vmalert refusing exactly those, checks that
+// without them each file is the Prometheus rule file of the same groups, and runs vmalert and
+// `promtool check rules` (the rule format Thanos Ruler and Mimir's ruler parse the rest of a
+// group with) on that. It needs bin/vmalert (scripts/install-tools.sh victoriametrics; `make
+// vmalert-check`).
 func TestVmalertDryRunAcceptsTheRuleFiles(t *testing.T) {
 	vmalert, err := filepath.Abs("../bin/vmalert")
 	require.NoError(t, err)
 	if _, err := os.Stat(vmalert); err != nil {
 		t.Skip("bin/vmalert is absent: run scripts/install-tools.sh victoriametrics (make vmalert-check does)")
 	}
-	// The files vmalert is meant to read. Thanos's and Mimir's carry their engines' own keys
-	// (partial_response_strategy, mimirtool's namespace), which vmalert refuses as unknown
-	// fields; their own tests check them.
-	for _, tg := range []Target{TargetPrometheus, TargetVictoriaMetrics} {
-		cfg := Config{Target: tg, SLOs: exampleSLOs(t)}
-		for name, gen := range map[string]func(Config) ([]byte, error){"rules.yaml": Generate, "slo-rules.yaml": GenerateSLORules} {
-			b, err := gen(cfg)
-			require.NoError(t, err)
-			p := filepath.Join(t.TempDir(), name)
-			require.NoError(t, os.WriteFile(p, b, 0o644))
-			out, err := exec.Command(vmalert, "-dryRun", "-rule="+p).CombinedOutput()
-			assert.NoError(t, err, "%s %s: %s", tg, name, out)
+	dir := t.TempDir()
+	dryRun := func(name string, doc map[string]any) (string, error) {
+		b, err := yaml.Marshal(doc)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+		out, err := exec.Command(vmalert, "-dryRun", "-rule="+filepath.Join(dir, name)).CombinedOutput()
+		return string(out), err
+	}
+	files := 0
+	for _, tg := range Targets {
+		for _, f := range generatedRuleFiles(t, tg) {
+			files++
+			manifest := strings.Contains(f.name, string(FormatOperator))
+			keys := engineOnlyKeys[tg]
+			if len(keys.group) > 0 || (len(keys.file) > 0 && !manifest) {
+				out, err := dryRun("engine-"+f.name, f.engine)
+				assert.Error(t, err, "%s: vmalert accepts the engine's keys now: check them too", f.name)
+				for _, k := range append(append([]string{}, keys.file...), keys.group...) {
+					if !manifest || !slices.Contains(keys.file, k) {
+						assert.Contains(t, out, "unknown fields", f.name)
+						assert.Contains(t, out, k, "%s: vmalert refuses %s", f.name, k)
+					}
+				}
+			}
+			doc := withoutEngineKeys(t, tg, f, manifest)
+			assert.Equal(t, f.want, doc, "%s without %v: the Prometheus rule file of its groups", f.name, keys)
+			out, err := dryRun(f.name, doc)
+			assert.NoError(t, err, "vmalert -dryRun %s: %s", f.name, out)
+			pout, ok := runPromtool(t, dir, "check", "rules", f.name)
+			assert.True(t, ok, "promtool check rules %s: %s", f.name, pout)
 		}
 	}
+	assert.Equal(t, len(Targets)*2*2, files, "rules and SLO rules, as files and manifests, of every target")
 }

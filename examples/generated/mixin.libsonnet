@@ -2746,26 +2746,15 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, name, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
+              "expr": "sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds_sum{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) / (sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds_count{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])) > 0) or histogram_avg(sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
               "instant": false,
-              "legendFormat": "{{name}} ({{job}}) p50",
+              "legendFormat": "{{name}} ({{job}}) mean",
               "range": true,
               "refId": "A"
-            },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}"
-              },
-              "expr": "histogram_quantile(0.99, sum by (job, name, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (job, name) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=~\"$name\"}[$__rate_interval])))",
-              "instant": false,
-              "legendFormat": "{{name}} ({{job}}) p99",
-              "range": true,
-              "refId": "B"
             }
           ],
           "title": "Wait for a permit",
-          "description": "Median and 99th percentile time callers waited for a bulkhead permit.",
+          "description": "Mean time callers waited for a bulkhead permit, admitted or not, from the wait histogram's sum and count (which every store has: waits carry no classic buckets by default).",
           "transparent": false,
           "datasource": {
             "type": "prometheus",
@@ -5966,26 +5955,15 @@
                 "type": "prometheus",
                 "uid": "${datasource}"
               },
-              "expr": "histogram_quantile(0.5, sum by (job, instance, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.5, sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
+              "expr": "sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds_sum{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) / (sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds_count{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])) > 0) or histogram_avg(sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
               "instant": false,
-              "legendFormat": "{{instance}} p50",
+              "legendFormat": "{{instance}} mean",
               "range": true,
               "refId": "A"
-            },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}"
-              },
-              "expr": "histogram_quantile(0.99, sum by (job, instance, le) (rate(resilience_bulkhead_wait_duration_seconds_bucket{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval]))) or histogram_quantile(0.99, sum by (job, instance) (rate(resilience_bulkhead_wait_duration_seconds{job=~\"$job\", instance=~\"$instance\", name=\"$name\"}[$__rate_interval])))",
-              "instant": false,
-              "legendFormat": "{{instance}} p99",
-              "range": true,
-              "refId": "B"
             }
           ],
           "title": "Wait for a permit",
-          "description": "Median and 99th percentile time callers waited for a bulkhead permit.",
+          "description": "Mean time callers waited for a bulkhead permit, admitted or not, from the wait histogram's sum and count (which every store has: waits carry no classic buckets by default).",
           "transparent": false,
           "datasource": {
             "type": "prometheus",

@@ -146,10 +146,11 @@ func variableQueries(t *testing.T, dir string) []variableQuery {
 }
 
 // storedForm reports, for each catalog histogram of stacksJob on s, how many classic _bucket
-// series and how many native histogram samples s holds now.
-func storedForm(t *testing.T, s *stack) (buckets, natives map[string]int) {
+// series, how many _count series (one per histogram series in the classic form) and how many
+// native histogram samples s holds now.
+func storedForm(t *testing.T, s *stack) (buckets, counts, natives map[string]int) {
 	t.Helper()
-	buckets, natives = map[string]int{}, map[string]int{}
+	buckets, counts, natives = map[string]int{}, map[string]int{}, map[string]int{}
 	for _, m := range catalog.All() {
 		if m.Type != catalog.Histogram {
 			continue
@@ -157,6 +158,9 @@ func storedForm(t *testing.T, s *stack) (buckets, natives map[string]int) {
 		name := m.FullName(catalog.DefaultNamespace)
 		if n, ok := s.api.Query(t, `count(`+name+`_bucket{job="`+stacksJob+`"})`); ok {
 			buckets[m.Name] = int(n)
+		}
+		if n, ok := s.api.Query(t, `count(`+name+`_count{job="`+stacksJob+`"})`); ok {
+			counts[m.Name] = int(n)
 		}
 		var r struct {
 			Data struct {
@@ -172,8 +176,15 @@ func storedForm(t *testing.T, s *stack) (buckets, natives map[string]int) {
 			}
 		}
 	}
-	return buckets, natives
+	return buckets, counts, natives
 }
+
+// The series budget per dependency (collector/budget_test.go holds it after every path; the
+// demo runs fewer paths): as a default Prometheus stores them, and with native ingestion.
+const (
+	maxDefaultSeriesPerDependency = 60
+	maxNativeSeriesPerDependency  = 50
+)
 
 // TestDashboardsInDefaultAndNativePrometheus: two Prometheus 3.16 servers scrape the same
 // outage demo at the same time, one with its default configuration (which stores classic
@@ -272,15 +283,21 @@ func TestDashboardsInDefaultAndNativePrometheus(t *testing.T) {
 	}
 	t.Logf("all %d dashboard variables list values in both", len(variables))
 
-	// What each server stored: classic buckets by default, native histograms with ingestion on.
-	buckets, natives := storedForm(t, stacks[0])
-	t.Logf("default Prometheus: _bucket series %v, native histograms %v", buckets, natives)
+	// What each server stored: classic buckets by default — the catalog's default bounds and
+	// +Inf per histogram series (+Inf alone where the catalog has none) — native histograms
+	// with ingestion on.
+	buckets, counts, natives := storedForm(t, stacks[0])
+	t.Logf("default Prometheus: _bucket series %v, _count series %v, native histograms %v", buckets, counts, natives)
 	assert.Empty(t, natives, "a default Prometheus stores no native histogram")
-	assert.NotZero(t, buckets[catalog.BreakerCallDuration.Name], "call durations: classic buckets")
-	assert.NotZero(t, buckets[catalog.BulkheadWaitDuration.Name], "bulkhead waits: classic buckets")
-	buckets, natives = storedForm(t, stacks[1])
-	t.Logf("native Prometheus: _bucket series %v, native histograms %v", buckets, natives)
+	for _, m := range []catalog.Metric{catalog.BreakerCallDuration, catalog.BulkheadWaitDuration, catalog.RetryBackoff} {
+		require.NotZero(t, counts[m.Name], "%s: _count series", m.Name)
+		assert.Equal(t, counts[m.Name]*(len(catalog.DefaultBuckets(m))+1), buckets[m.Name], "%s: the default bounds and +Inf per series", m.Name)
+	}
+	assert.NotEmpty(t, catalog.DefaultBuckets(catalog.BreakerCallDuration), "call durations: classic buckets")
+	buckets, counts, natives = storedForm(t, stacks[1])
+	t.Logf("native Prometheus: _bucket series %v, _count series %v, native histograms %v", buckets, counts, natives)
 	assert.Empty(t, buckets, "with native ingestion, no classic buckets beside the native histograms")
+	assert.Empty(t, counts, "with native ingestion, no _count series beside the native histograms")
 	for _, m := range []catalog.Metric{catalog.BreakerCallDuration, catalog.BulkheadWaitDuration, catalog.RetryBackoff} {
 		assert.NotZero(t, natives[m.Name], "%s: native histograms", m.Name)
 	}
@@ -298,9 +315,13 @@ func TestDashboardsInDefaultAndNativePrometheus(t *testing.T) {
 		q := `count by (name) ({job="` + stacksJob + `", name!=""})`
 		s.api.GetJSON(t, "/api/v1/query?query="+url.QueryEscape(q), &r)
 		require.NotEmpty(t, r.Data.Result, s.name)
+		budget := map[string]float64{"default": maxDefaultSeriesPerDependency, "native": maxNativeSeriesPerDependency}[s.name]
 		var parts []string
 		for _, res := range r.Data.Result {
 			parts = append(parts, fmt.Sprintf("%s=%v", res.Metric["name"], res.Value[1]))
+			n, err := strconv.ParseFloat(fmt.Sprint(res.Value[1]), 64)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, n, budget, "%s Prometheus: series of %s", s.name, res.Metric["name"])
 		}
 		t.Logf("%s Prometheus: series stored per name: %s", s.name, strings.Join(parts, " "))
 	}

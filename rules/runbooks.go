@@ -57,8 +57,8 @@ type query struct {
 
 // runbookData is runbooks.yaml: the runbooks by alert name, and the breaker's trip causes.
 var runbookData = func() (d struct {
-	TripCauses map[string]struct{ Why, Look string } `yaml:"_trip_causes"`
-	Alerts     map[string]runbook                    `yaml:",inline"`
+	TripCauses []struct{ Cause, Why, Look string } `yaml:"_trip_causes"`
+	Alerts     map[string]runbook                  `yaml:",inline"`
 }) {
 	if err := yaml.Unmarshal(runbooksYAML, &d); err != nil {
 		panic("rules: runbooks.yaml: " + err.Error()) // embedded data: a test catches it
@@ -165,7 +165,7 @@ func (r *resolved) runbookFuncs() template.FuncMap {
 		"v": func(name, label string, value ...string) (string, error) {
 			m, _, err := metric(name)
 			if l, ok := m.Label(label); err != nil || !ok || len(value) > 0 && !slices.Contains(l.Values, value[0]) {
-				return "", fmt.Errorf("no label %s=%v of %q in the catalog", label, value, name)
+				return "", fmt.Errorf("no label %s of %q in the catalog", strings.Join(append([]string{label}, value...), "="), name)
 			}
 			return append([]string{label}, value...)[len(value)], nil
 		},
@@ -181,7 +181,7 @@ func (r *resolved) runbookFuncs() template.FuncMap {
 		},
 		"budget":     (*resolvedSLO).budgetShare,
 		"burns":      r.burnRows,
-		"tripCauses": tripCauses,
+		"tripCauses": func() any { return runbookData.TripCauses },
 	}
 	f["expand"] = func(expr string) (string, error) {
 		var b strings.Builder
@@ -206,20 +206,6 @@ func (r *resolved) burnRows(s *resolvedSLO) []map[string]string {
 			"Long": FormatDuration(b.long), "Short": FormatDuration(b.short), "Guard": guard, "Expr": r.burnExpr(s, b)})
 	}
 	return rows
-}
-
-// tripCauses are the breaker's trip causes, in exposition order, with what runbooks.yaml says
-// of them.
-func tripCauses() ([]map[string]string, error) {
-	var rows []map[string]string
-	for _, c := range catalog.TripCauses {
-		doc, ok := runbookData.TripCauses[c.String()]
-		if !ok {
-			return nil, fmt.Errorf("runbooks.yaml: no _trip_causes entry for %q", c)
-		}
-		rows = append(rows, map[string]string{"Cause": c.String(), "Why": doc.Why, "Look": doc.Look})
-	}
-	return rows, nil
 }
 
 // placeholder renders a label's value in a runbook.

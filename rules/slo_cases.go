@@ -75,13 +75,16 @@ type sliInput struct {
 	inc          float64
 }
 
-// sliCase is, for one source, what the SLI scenario feeds and expects: every counter the SLI
-// reads and some it must not, the calls per step it must count in all and as bad (written by
-// hand from the definition, in words in what), and the good calls alone.
+// sliCase is, for one source, the counter of good and bad calls the other scenarios feed
+// (metric, and its good and bad kinds), and what the SLI scenario feeds and expects: every
+// counter the SLI reads and some it must not, the calls per step it must count in all and as
+// bad (written by hand from the definition, in words in what), and the good calls alone.
 type sliCase struct {
-	inputs               []sliInput
-	total, bad, goodOnly float64
-	what                 string
+	metric                    catalog.Metric
+	good, bad                 string
+	inputs                    []sliInput
+	total, badCalls, goodOnly float64
+	what                      string
 }
 
 // sliFallbacks are the calls a fallback answered, bad unless fallbacks_good.
@@ -94,6 +97,7 @@ var sliFallbackInputs = []sliInput{
 
 var sliCases = map[SLOSource]sliCase{
 	SLOSourceBreaker: {
+		metric: catalog.BreakerCalls, good: catalog.CallSuccessful.String(), bad: catalog.CallFailed.String(),
 		inputs: []sliInput{
 			{catalog.BreakerCalls, catalog.LabelKind, catalog.CallSuccessful.String(), 600},
 			{catalog.BreakerCalls, catalog.LabelKind, catalog.CallSlowSuccessful.String(), 50},
@@ -104,10 +108,11 @@ var sliCases = map[SLOSource]sliCase{
 			{catalog.BulkheadCalls, catalog.LabelKind, catalog.AdmissionPermitted.String(), 900},
 			{catalog.BulkheadCalls, catalog.LabelKind, catalog.AdmissionRejected.String(), 30},
 		},
-		total: 600 + 50 + 100 + 50 + 60 + 30, bad: 100 + 50 + 60 + 30, goodOnly: 600,
+		total: 600 + 50 + 100 + 50 + 60 + 30, badCalls: 100 + 50 + 60 + 30, goodOnly: 600,
 		what: "successful and slow successful calls are good; failed and slow failed calls and the breaker's and the bulkhead's rejections are bad; ignored calls are neither",
 	},
 	SLOSourceRetry: {
+		metric: catalog.RetryCalls, good: catalog.RetrySuccessfulWithoutRetry.String(), bad: catalog.RetryFailedWithRetry.String(),
 		inputs: []sliInput{
 			{catalog.RetryCalls, catalog.LabelKind, catalog.RetrySuccessfulWithoutRetry.String(), 600},
 			{catalog.RetryCalls, catalog.LabelKind, catalog.RetrySuccessfulWithRetry.String(), 100},
@@ -118,7 +123,7 @@ var sliCases = map[SLOSource]sliCase{
 			{catalog.RetryErrors, catalog.LabelClass, catalog.ClassHTTP5xx.String(), 120},
 			{catalog.RetryErrors, catalog.LabelClass, catalog.ClassRejected.String(), 30},
 		},
-		total: 600 + 100 + 150 + 100, bad: 150 + 100 - 50, goodOnly: 600,
+		total: 600 + 100 + 150 + 100, badCalls: 150 + 100 - 50, goodOnly: 600,
 		what: "successful calls (with or without retry) and calls that failed on a 4xx answer are good; other failed calls (the breaker's and the bulkhead's rejections and deadlines included) are bad; aborted calls are neither",
 	},
 }
@@ -386,10 +391,9 @@ func (t *sloTester) budget() ([]sloScenario, error) {
 func (t *sloTester) composition() ([]sloScenario, error) {
 	s, c := t.s, sliCases[t.s.Source]
 	at := t.evalsIn(2*s.base()) + 1
-	n := at*t.evalEvery() + 1
-	bad, what := c.bad, c.what+"; calls a fallback answered stay bad"
+	bad, what := c.badCalls, c.what+"; calls a fallback answered stay bad"
 	if s.FallbacksGood {
-		bad, what = c.bad-sliFallbacks, c.what+"; calls a fallback answered are good"
+		bad, what = c.badCalls-sliFallbacks, c.what+"; calls a fallback answered are good"
 	}
 	perSecond := func(perStep float64) float64 { return math.Round(1000 * perStep / step.Seconds()) }
 	exprs := func(total, bad float64) []yamlExprTest {
@@ -401,14 +405,13 @@ func (t *sloTester) composition() ([]sloScenario, error) {
 	}
 	var series []yamlSeries
 	for _, in := range slices.Concat(c.inputs, sliFallbackInputs) {
-		series = append(series, t.series(in.m, steadyCounter(n, in.inc), in.label, in.value))
+		series = append(series, t.series(in.m, t.steady(at, in.inc), in.label, in.value))
 	}
 	idle := t.newSim(at+1, traffic{})
-	m, good, _ := t.kinds()
 	return []sloScenario{
 		{name: "SLI: " + what, sim: idle, series: series, exprs: exprs(c.total, bad)},
 		{name: "SLI before the first failure (no failure series yet): the bad-call rate and the error ratio are 0, not absent",
-			sim: idle, series: []yamlSeries{t.series(m, steadyCounter(n, c.goodOnly), catalog.LabelKind, good)}, exprs: exprs(c.goodOnly, 0)},
+			sim: idle, series: []yamlSeries{t.series(c.metric, t.steady(at, c.goodOnly), catalog.LabelKind, c.good)}, exprs: exprs(c.goodOnly, 0)},
 	}, nil
 }
 
@@ -419,14 +422,6 @@ func (t *sloTester) expect(k int, expr string, v float64) yamlExprTest {
 		m[l] = t.lv[l]
 	}
 	return yamlExprTest{Expr: expr, EvalTime: FormatDuration(t.evalTime(k)), ExpSamples: []yamlSample{{Labels: seriesString("", m), Value: v}}}
-}
-
-// kinds are the metric and kind labels of the good and bad counters of the SLO's source.
-func (t *sloTester) kinds() (metric catalog.Metric, good, bad string) {
-	if t.s.Source == SLOSourceBreaker {
-		return catalog.BreakerCalls, catalog.CallSuccessful.String(), catalog.CallFailed.String()
-	}
-	return catalog.RetryCalls, catalog.RetrySuccessfulWithoutRetry.String(), catalog.RetryFailedWithRetry.String()
 }
 
 // series is a test series of metric m on the tester's labels (and label=value, unless label is
@@ -457,14 +452,10 @@ func offsetCounter(v []float64) string {
 	return strings.Join(parts, " ")
 }
 
-// steadyCounter renders n samples of a counter from sloTestOffset growing by inc per step.
-func steadyCounter(n int, inc float64) string {
-	v := make([]float64, n)
-	v[0] = sloTestOffset
-	for i := 1; i < n; i++ {
-		v[i] = v[i-1] + inc
-	}
-	return offsetCounter(v)
+// steady renders the samples of a counter growing by inc per step, up to evaluation k.
+func (t *sloTester) steady(k int, inc float64) string {
+	good, _ := counters(traffic{calls: inc}, t.every, k+1)
+	return offsetCounter(good)
 }
 
 // render turns a scenario into a promtool test group: at every check, the alerts of the SLO
@@ -473,8 +464,8 @@ func (t *sloTester) render(sc sloScenario) yamlTestGroup {
 	g := yamlTestGroup{Name: AlertErrorBudgetBurn + " (slo " + strconv.Quote(t.s.ID) + "): " + sc.name, Interval: FormatDuration(step),
 		InputSeries: sc.series, PromqlExprTests: sc.exprs}
 	if sc.series == nil {
-		m, good, bad := t.kinds()
-		g.InputSeries = []yamlSeries{t.series(m, offsetCounter(sc.sim.good), catalog.LabelKind, good), t.series(m, offsetCounter(sc.sim.bad), catalog.LabelKind, bad)}
+		c := sliCases[t.s.Source]
+		g.InputSeries = []yamlSeries{t.series(c.metric, offsetCounter(sc.sim.good), catalog.LabelKind, c.good), t.series(c.metric, offsetCounter(sc.sim.bad), catalog.LabelKind, c.bad)}
 	}
 	for _, k := range sc.checks {
 		if !sc.sim.certain(k) {
@@ -482,8 +473,8 @@ func (t *sloTester) render(sc sloScenario) yamlTestGroup {
 		}
 		at := yamlAlertTest{EvalTime: FormatDuration(t.evalTime(k)), Alertname: AlertErrorBudgetBurn, ExpAlerts: []yamlExpAlert{}}
 		for _, sim := range append([]*sloSim{sc.sim}, sc.sim.peers...) {
-			for b, st := range sim.states(k) {
-				if st.firing {
+			for b := range sim.s.burns {
+				if st := sim.state(k, b); st.firing {
 					at.ExpAlerts = append(at.ExpAlerts, t.expAlert(sim.s, sim.s.burns[b], st.value))
 				}
 			}

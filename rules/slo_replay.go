@@ -142,12 +142,17 @@ func kahanSumInc(inc, sum, c float64) (float64, float64) {
 	return t, c
 }
 
-// kahanTotal is sum_over_time's (and sum's) result over xs.
-func kahanTotal(xs []float64) float64 {
-	var sum, c float64
+// kahan is Prometheus' compensated sum of xs: the sum and its compensation.
+func kahan(xs []float64) (sum, c float64) {
 	for _, x := range xs {
 		sum, c = kahanSumInc(x, sum, c)
 	}
+	return sum, c
+}
+
+// kahanTotal is sum_over_time's (and sum's) result over xs.
+func kahanTotal(xs []float64) float64 {
+	sum, c := kahan(xs)
 	if math.IsInf(sum, 0) {
 		return sum
 	}
@@ -188,10 +193,7 @@ func (sim *sloSim) callsIn(k int, w time.Duration) (float64, bool) {
 	if len(xs) == 0 {
 		return 0, false
 	}
-	sum, c := xs[0], 0.0
-	for _, x := range xs[1:] {
-		sum, c = kahanSumInc(x, sum, c)
-	}
+	sum, c := kahan(xs)
 	n := float64(len(xs))
 	return (sum/n + c/n) * float64(int64(w/time.Second)), true
 }
@@ -233,21 +235,12 @@ func (sim *sloSim) state(k, b int) burnState {
 	return st
 }
 
-// states evaluates every burn rule at evaluation k.
-func (sim *sloSim) states(k int) []burnState {
-	out := make([]burnState, len(sim.s.burns))
-	for b := range sim.s.burns {
-		out[b] = sim.state(k, b)
-	}
-	return out
-}
-
 // firing counts, at evaluation k, the burn rules want selects (of) and those of them firing (n).
 func (sim *sloSim) firing(k int, want func(resolvedBurn) bool) (n, of int) {
-	for b, st := range sim.states(k) {
-		if want(sim.s.burns[b]) {
+	for b, br := range sim.s.burns {
+		if want(br) {
 			of++
-			if st.firing {
+			if sim.state(k, b).firing {
 				n++
 			}
 		}
@@ -288,7 +281,8 @@ func (sim *sloSim) certain(k int) bool {
 // on float rounding: no comparison near its threshold, and no firing alert's value near a
 // rounding boundary of its four-digit description.
 func (sim *sloSim) certainAlone(k int) bool {
-	for _, st := range sim.states(k) {
+	for b := range sim.s.burns {
+		st := sim.state(k, b)
 		v, h := st.value*100, humanizePercentage(st.value)
 		if st.margin < 1e-9 || st.firing && (h != fmt.Sprintf("%.4g%%", v*(1+1e-12)) || h != fmt.Sprintf("%.4g%%", v*(1-1e-12))) {
 			return false

@@ -14,40 +14,31 @@ import (
 	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
-// This file generates the promtool tests of the SLOs: every SLO is tested with the same
-// scenarios (sloScenarios), each a traffic shape whose expected alerts — when they fire and the
-// error ratio their descriptions state — the replay (slo_replay.go) computes as Prometheus
-// would. Each scenario also asserts, while it is built, what the workbook's math says: a fast
-// burn pages within the time its long window needs, a slow burn opens tickets and never
-// pages, a blip, idle traffic and traffic under the guard stay silent, and the budget
-// arithmetic is right. A generator that broke those properties fails to generate; Prometheus
-// disagreeing with the replay fails the promtool tests.
+// The promtool tests of the SLOs: every SLO is tested with the scenarios of sloScenarios, each
+// a traffic shape whose expected alerts (when they fire, and the error ratio their descriptions
+// state) the replay of slo_replay.go computes as Prometheus would. Building a scenario asserts
+// the workbook's math as well: a fast burn pages within the time its long window needs, a slow
+// burn opens tickets and never pages, a blip, idle traffic and traffic under the guard stay
+// silent, and the budget arithmetic is right. A generator that broke those properties fails to
+// generate; Prometheus disagreeing with the replay fails the promtool tests.
 
-// sloTestOffset is where the scenarios' counters start: a process that has been running a
-// while, so rate() never extrapolates a counter towards zero.
-const sloTestOffset = 1_000_000
-
-// sloCallsPerStep is the calls per step (15s) of the scenarios with ordinary traffic, unless
-// the SLO's minimum-traffic guard needs more (callsPerStep).
-const sloCallsPerStep = 1000
-
-// slowBurnFactor is the burn rate of the slow-burn scenario: above the tickets' 3×, below the
-// pages' 6×.
-const slowBurnFactor = 4.5
-
-// Bounds of the evaluation interval of the SLO tests. The rules' results do not depend on it
-// (their long windows average recorded rates, and the burn alerts have no for), but
-// promtool's work grows with the square of the evaluations a scenario spans (every evaluation
-// sums every long window), so SLOs of long periods are tested at a longer interval.
 const (
-	// minSLOEvalInterval is Prometheus' default evaluation interval, the shortest one the SLO
-	// tests use.
+	// sloTestOffset is where the counters start: a process that has been running a while, so
+	// rate() never extrapolates a counter towards zero.
+	sloTestOffset = 1_000_000
+	// sloCallsPerStep is the calls per step (15s) of ordinary traffic, unless the SLO's
+	// minimum-traffic guards need more (callsPerStep).
+	sloCallsPerStep = 1000
+	// slowBurnFactor is the slow burn's rate: above the tickets' 3×, below the pages' 6×.
+	slowBurnFactor = 4.5
+	// The SLO tests are evaluated every minute (Prometheus' default), or less often for long
+	// periods, up to a third of a 90-day period's base window, so that every base window holds
+	// sloEvalsPerBase evaluations, as in production. The rules' results do not depend on it
+	// (long windows average recorded rates; the alerts have no for), but promtool's work grows
+	// with the square of a scenario's evaluations (each sums every long window).
 	minSLOEvalInterval = time.Minute
-	// maxSLOEvalInterval is the longest: a third of the base window of a 90-day period.
 	maxSLOEvalInterval = 5 * time.Minute
-	// sloEvalsPerBase is the fewest evaluations per base window above the shortest interval:
-	// every sample a base rate reads is seen by several evaluations, as in production.
-	sloEvalsPerBase = 3
+	sloEvalsPerBase    = 3
 )
 
 // sloEvalInterval is the evaluation interval of the SLO tests: the longest whole number of
@@ -75,10 +66,10 @@ type sliInput struct {
 	inc          float64
 }
 
-// sliCase is, for one source, the counter of good and bad calls the other scenarios feed
-// (metric, and its good and bad kinds), and what the SLI scenario feeds and expects: every
-// counter the SLI reads and some it must not, the calls per step it must count in all and as
-// bad (written by hand from the definition, in words in what), and the good calls alone.
+// sliCase is, for one source, the counter of good and bad calls of the scenarios (metric, its
+// good and bad kinds), and the SLI scenario's: every counter the SLI reads and some it must
+// not, and the calls per step the SLI counts in all, as bad and, without failures, as good —
+// written by hand from the definition (what).
 type sliCase struct {
 	metric                    catalog.Metric
 	good, bad                 string
@@ -139,17 +130,12 @@ type sloScenario struct {
 
 // sloTester builds the scenarios of one SLO.
 type sloTester struct {
-	r  *resolved
-	s  *resolvedSLO
-	lv map[string]string // label values of the test series (name satisfies the SLO)
-	// peers are the other SLOs that select the test series' name and read the same counters
-	// (same source): their alerts fire on this SLO's scenarios too, and promtool compares all
-	// the alerts of a name, so every check expects theirs as well.
-	peers []*resolvedSLO
-	// calls is the calls per step of the scenarios with ordinary traffic: sloCallsPerStep, or
-	// twice what the SLO's minimum-traffic guards need in their long windows.
-	calls float64
-	every time.Duration // the evaluation interval
+	r     *resolved
+	s     *resolvedSLO
+	lv    map[string]string // label values of the test series (the name satisfies the SLO)
+	peers []*resolvedSLO    // the other SLOs of that name and source: their alerts fire too
+	calls float64           // calls per step of ordinary traffic (callsPerStep)
+	every time.Duration     // the evaluation interval
 }
 
 // sloTests are the promtool test groups of every SLO.
@@ -190,21 +176,17 @@ func callsPerStep(s *resolvedSLO) float64 {
 
 // sloTestLabels picks the test label values of an SLO: a name the SLO selects.
 func (r *resolved) sloTestLabels(lv map[string]string, s *resolvedSLO) (map[string]string, error) {
-	out := maps.Clone(lv)
 	cands := []string{lv[catalog.LabelName]}
 	if s.Name != "" {
 		cands = []string{s.Name}
 	} else if sample, ok := sampleRegexp(s.NameRegex); ok {
 		cands = append([]string{sample}, cands...)
 	}
-	for _, c := range cands {
-		if !s.name.Matches(c) {
-			continue
-		}
-		if v, err := r.pickLabelValue(catalog.LabelName, []string{c}); err == nil && v == c {
-			out[catalog.LabelName] = c
-			return out, nil
-		}
+	cands = slices.DeleteFunc(cands, func(c string) bool { return !s.name.Matches(c) })
+	if v, err := r.pickLabelValue(catalog.LabelName, cands); err == nil && slices.Contains(cands, v) {
+		out := maps.Clone(lv)
+		out[catalog.LabelName] = v
+		return out, nil
 	}
 	return nil, fieldErr(sloPath(s.index, "name"), nil, "cannot generate tests: no name the SLO selects also satisfies the selector %s", r.selectorString())
 }

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// This file replays an SLO's rules over the counters of a test scenario exactly as Prometheus
-// evaluates them (rate()'s extrapolation, left-open ranges, Kahan sums, rules of a group
-// reading the ones before them at the same timestamp), so that the SLO tests (slo_cases.go)
-// can say when the burn alerts fire and the error ratio their descriptions state.
+// The replay of an SLO's rules over a test scenario's counters, exactly as Prometheus evaluates
+// them (rate()'s extrapolation, left-open ranges, Kahan sums, rules of a group reading the ones
+// before them at the same timestamp): when the burn alerts of the SLO tests (slo_cases.go)
+// fire, and the error ratio their descriptions state.
 
 // traffic is a scenario's calls per sample (step): calls every `every` samples (every sample
 // when every ≤ 1), of which bad fail at the samples in (from, to] (to < 0: to the end).
@@ -68,7 +68,7 @@ func counters(tr traffic, every time.Duration, evals int) (good, bad []float64) 
 	return good, bad
 }
 
-// samplesPer is the number of samples (steps) per evaluation interval every.
+// samplesPer is the samples (steps) per evaluation interval every.
 func samplesPer(every time.Duration) int { return int(every / step) }
 
 // replaySLO replays s's rules over the counters good and bad for evals evaluations, every
@@ -92,7 +92,6 @@ func replaySLO(s *resolvedSLO, every time.Duration, evals int, good, bad []float
 	return sim
 }
 
-// evals is the number of evaluations of the scenario.
 func (sim *sloSim) evals() int { return len(sim.calls) }
 
 // firstIn is the index of the first point, of points spaced by spacing from 0, inside the

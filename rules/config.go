@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
-	"github.com/stormwatch-go/stormwatch/internal/escape"
 	"github.com/stormwatch-go/stormwatch/internal/genconfig"
 	"github.com/stormwatch-go/stormwatch/internal/selector"
 )
@@ -246,7 +245,6 @@ type resolved struct {
 	format      Format
 	alerts      map[string]settings
 	titlePrefix string        // of the dashboards' titles
-	dashboard   string        // title of the Overview dashboard, Markdown-escaped (the runbooks')
 	rateWindow  time.Duration // window of the recorded rates
 	// grafanaBase is GrafanaBaseURL without a trailing slash ("" for none), dependencyUID the
 	// uid of the Dependency dashboard, and dashVars the labels that are variables of it besides
@@ -264,10 +262,6 @@ type resolved struct {
 	scrape, gaugeLookback  time.Duration
 	runbookSet, grafanaSet bool
 }
-
-// dependencyTitle is the title of the Dependency dashboard.
-// dependencyTitle is the title of the Dependency dashboard, for the runbooks: Markdown-escaped.
-func (r *resolved) dependencyTitle() string { return escape.Markdown(r.titlePrefix) + " / Dependency" }
 
 // Validate reports the first problem of cfg as a *ConfigError, or nil.
 func (cfg Config) Validate() error {
@@ -363,7 +357,6 @@ func (r *resolved) resolveShared(cfg Config) error {
 	if r.titlePrefix, err = genconfig.TitlePrefix(primitive, cfg.DashboardTitlePrefix); err != nil {
 		return err
 	}
-	r.dashboard = escape.Markdown(r.titlePrefix) + " / Overview"
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/catalog"
 	"github.com/stormwatch-go/stormwatch/dashboards"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
@@ -57,4 +58,30 @@ func TestRunbookPanelsExist(t *testing.T) {
 		}
 		assert.Greater(t, n, 20, "the runbooks point at panels")
 	}
+}
+
+// TestRunbookTripCausesFollowTheCatalog: the breaker runbooks' "Why it tripped" table explains
+// every trip cause of the catalog, in its order, and nothing else.
+func TestRunbookTripCausesFollowTheCatalog(t *testing.T) {
+	files, err := rules.GenerateRunbooks(rules.Config{})
+	require.NoError(t, err)
+	var want []string
+	for _, c := range catalog.TripCauses {
+		want = append(want, c.String())
+	}
+	n := 0
+	for _, f := range files {
+		_, section, ok := strings.Cut(string(f.Data), "## Why it tripped")
+		if !ok {
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		var got []string
+		for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| .+ \\| .+ \\|$").FindAllStringSubmatch(section, -1) {
+			got = append(got, m[1])
+		}
+		assert.Equal(t, want, got, f.Path)
+		n++
+	}
+	assert.GreaterOrEqual(t, n, 2, "the breaker runbooks explain the trip causes")
 }

@@ -47,6 +47,12 @@ func GenerateTests(cfg Config, ruleFile string) ([]byte, error) {
 
 // renderTests renders the promtool tests of the resolved configuration.
 func (r *resolved) renderTests(ruleFile string) ([]byte, error) {
+	return r.renderTestFile(ruleFile, true)
+}
+
+// renderTestFile renders the promtool tests, the cases packed side by side or each in a test
+// group of its own (where one alert's cases run alone: the mutation tests).
+func (r *resolved) renderTestFile(ruleFile string, packed bool) ([]byte, error) {
 	lv, err := r.testLabels()
 	if err != nil {
 		return nil, err
@@ -56,6 +62,7 @@ func (r *resolved) renderTests(ruleFile string) ([]byte, error) {
 		file.GroupEvalOrder = append(file.GroupEvalOrder, g.Name)
 	}
 	file.Tests = append(file.Tests, r.recordingTest(lv).render(&scenario{r: r, lv: lv}))
+	var all []caseGroup
 	for _, sp := range specs {
 		s := r.alerts[sp.name]
 		if !s.enabled {
@@ -67,9 +74,16 @@ func (r *resolved) renderTests(ruleFile string) ([]byte, error) {
 			return nil, err
 		}
 		for _, tc := range cases {
-			file.Tests = append(file.Tests, tc.render(c))
+			all = append(all, caseGroup{alert: sp.name, g: tc.render(c)})
 		}
 	}
+	if !packed {
+		for _, cg := range all {
+			file.Tests = append(file.Tests, cg.g)
+		}
+		return marshal(file)
+	}
+	file.Tests = append(file.Tests, pack(all, r.seriesUse(all))...)
 	return marshal(file)
 }
 

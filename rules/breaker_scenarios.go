@@ -93,10 +93,10 @@ type breakerProc struct {
 
 func (p breakerProc) tracks(end time.Duration) []*track {
 	return append(trippedSince(p.lv, end, p.eps, p.noCause), newTrack(p.lv, catalog.BreakerNotPermitted, end, true, p.rejections),
-		newTrack(p.lv, catalog.BreakerTransitions, end, true, cmpOrFunc(p.probes), halfOpenToOpen...))
+		newTrack(p.lv, catalog.BreakerTransitions, end, true, orZero(p.probes), halfOpenToOpen...))
 }
 
-func cmpOrFunc(f func(time.Duration) float64) func(time.Duration) float64 {
+func orZero(f func(time.Duration) float64) func(time.Duration) float64 {
 	if f == nil {
 		return zero
 	}
@@ -129,7 +129,7 @@ type stuckOpen struct {
 
 // open is a breaker of the scenario's target that tripped at t0 on cause and stays open.
 func (so stuckOpen) open(cause string, p breakerProc) func(time.Duration) []*track {
-	p.lv, p.eps = cmpOr(p.lv, so.lv), []episode{{t0, forever, cause}}
+	p.lv, p.eps = orLabels(p.lv, so.lv), []episode{{t0, forever, cause}}
 	if p.rejections == nil {
 		p.rejections = so.rejecting
 	}

@@ -6,41 +6,19 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/prometheus/common/model"
 )
 
 // promtool evaluates every rule of the file at every step of a test group up to its last check,
 // whatever the group's series, so the cost of the tests is the number of steps of all groups.
-// The cases of alerts that share no series are therefore run side by side in one group: an
-// alert's series feed no other alert's rule of the group, so each case sees what it would see
-// alone, and its checks (which list every alert of their alert name) are unchanged.
+// The cases of alerts that share no series therefore run side by side in one group: no case's
+// series feed another case's alert, so each case sees what it would see alone, and its checks
+// (which list every alert of their alert name) are unchanged.
 
-// caseGroup is the test group of one case of an alert.
+// caseGroup is the test group of one case of an alert, end its last check.
 type caseGroup struct {
 	alert string
+	end   time.Duration
 	g     yamlTestGroup
-}
-
-// end is the time of the group's last check.
-func (cg caseGroup) end() time.Duration {
-	var end time.Duration
-	for _, at := range cg.g.AlertRuleTests {
-		end = max(end, parseFormatted(at.EvalTime))
-	}
-	for _, e := range cg.g.PromqlExprTests {
-		end = max(end, parseFormatted(e.EvalTime))
-	}
-	return end
-}
-
-// parseFormatted parses a duration written by FormatDuration.
-func parseFormatted(s string) time.Duration {
-	d, err := model.ParseDuration(s)
-	if err != nil {
-		panic("rules: a test's eval_time does not parse: " + s)
-	}
-	return time.Duration(d)
 }
 
 // caseSeparator joins the names of the cases of a packed group.
@@ -48,11 +26,11 @@ const caseSeparator = " | "
 
 var metricToken = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
 
-// seriesUse returns, per alert, the metrics its cases write and its rule reads (through the
-// recording rules it reads), of those that any case writes.
+// seriesUse returns, per alert, the metrics its cases write and those of them its rule reads:
+// its expression (directly or through recording rules) and its annotations' queries.
 func (r *resolved) seriesUse(cases []caseGroup) map[string]map[string]bool {
-	written := map[string]bool{}
 	use := map[string]map[string]bool{}
+	written := map[string]bool{}
 	for _, cg := range cases {
 		if use[cg.alert] == nil {
 			use[cg.alert] = map[string]bool{}
@@ -62,73 +40,57 @@ func (r *resolved) seriesUse(cases []caseGroup) map[string]map[string]bool {
 			written[name], use[cg.alert][name] = true, true
 		}
 	}
-	recorded := map[string]string{}
-	var alerts []Rule
+	exprs := map[string]string{} // recorded series or alert → its expression(s) and annotations' queries
 	for _, g := range r.groups() {
 		for _, rl := range g.Rules {
-			if rl.Record != "" {
-				recorded[rl.Record] += " " + rl.Expr
-			} else {
-				alerts = append(alerts, rl)
+			exprs[rl.Record+rl.Alert] += " " + rl.Expr
+			for _, a := range rl.Annotations {
+				exprs[rl.Alert] += " " + a
 			}
 		}
 	}
-	var read func(expr string, into map[string]bool, depth int)
-	read = func(expr string, into map[string]bool, depth int) {
-		for _, tok := range metricToken.FindAllString(expr, -1) {
-			if written[tok] {
-				into[tok] = true
+	for alert, into := range use {
+		todo := []string{alert}
+		for seen := map[string]bool{}; len(todo) > 0; todo = todo[1:] {
+			for _, tok := range metricToken.FindAllString(exprs[todo[0]], -1) {
+				if written[tok] {
+					into[tok] = true
+				}
+				if _, rec := exprs[tok]; rec && !seen[tok] {
+					seen[tok], todo = true, append(todo, tok)
+				}
 			}
-			if rec, ok := recorded[tok]; ok && depth < 8 {
-				read(rec, into, depth+1)
-			}
-		}
-	}
-	for _, a := range alerts {
-		if use[a.Alert] != nil {
-			read(a.Expr, use[a.Alert], 0)
 		}
 	}
 	return use
 }
 
 // pack puts the cases into as few test groups, of as few steps, as it can: longest first, each
-// into the first group none of whose alerts uses a metric it uses.
+// into the first group none of whose cases uses a metric it uses.
 func pack(cases []caseGroup, use map[string]map[string]bool) []yamlTestGroup {
-	slices.SortStableFunc(cases, func(a, b caseGroup) int { return cmp.Compare(b.end(), a.end()) })
-	type bin struct {
-		g    yamlTestGroup
-		uses map[string]bool
-	}
-	var bins []*bin
+	slices.SortStableFunc(cases, func(a, b caseGroup) int { return cmp.Compare(b.end, a.end) })
+	var groups []yamlTestGroup
+	var uses []map[string]bool
 	for _, cg := range cases {
-		i := slices.IndexFunc(bins, func(b *bin) bool {
+		i := slices.IndexFunc(uses, func(u map[string]bool) bool {
 			for m := range use[cg.alert] {
-				if b.uses[m] {
+				if u[m] {
 					return false
 				}
 			}
 			return true
 		})
 		if i < 0 {
-			bins = append(bins, &bin{g: yamlTestGroup{Interval: cg.g.Interval}, uses: map[string]bool{}})
-			i = len(bins) - 1
+			i, groups, uses = len(groups), append(groups, yamlTestGroup{Interval: cg.g.Interval}), append(uses, map[string]bool{})
 		}
-		b := bins[i]
-		if b.g.Name != "" {
-			b.g.Name += caseSeparator
-		}
-		b.g.Name += cg.g.Name
-		b.g.InputSeries = append(b.g.InputSeries, cg.g.InputSeries...)
-		b.g.AlertRuleTests = append(b.g.AlertRuleTests, cg.g.AlertRuleTests...)
-		b.g.PromqlExprTests = append(b.g.PromqlExprTests, cg.g.PromqlExprTests...)
+		g := &groups[i]
+		g.Name = strings.TrimPrefix(g.Name+caseSeparator+cg.g.Name, caseSeparator)
+		g.InputSeries = append(g.InputSeries, cg.g.InputSeries...)
+		g.AlertRuleTests = append(g.AlertRuleTests, cg.g.AlertRuleTests...)
+		g.PromqlExprTests = append(g.PromqlExprTests, cg.g.PromqlExprTests...)
 		for m := range use[cg.alert] {
-			b.uses[m] = true
+			uses[i][m] = true
 		}
 	}
-	out := make([]yamlTestGroup, len(bins))
-	for i, b := range bins {
-		out[i] = b.g
-	}
-	return out
+	return groups
 }

@@ -178,7 +178,8 @@ func firstLines(s string, n int) string {
 // TestEveryAlertHasItsFourCases checks the shape of the generated tests: per alert, a case where
 // it fires (with an expected firing alert), a blip case, an idle case and a resolve case, each
 // with at least one check; plus the recording-rule values. Cases of alerts that share no series
-// run side by side in one test group (named after its cases), never two cases of one alert.
+// run side by side in one test group (named after its cases); two cases of one alert only when
+// neither fires (on dependency names of their own).
 func TestEveryAlertHasItsFourCases(t *testing.T) {
 	out, err := GenerateTests(Config{}, "rules.yaml")
 	require.NoError(t, err)
@@ -190,11 +191,10 @@ func TestEveryAlertHasItsFourCases(t *testing.T) {
 	assert.GreaterOrEqual(t, len(file.Tests[0].PromqlExprTests), 10)
 	byAlert := map[string]map[string][]yamlAlertTest{} // alert → case name → its checks
 	for _, g := range file.Tests[1:] {
-		cases := map[string]string{}
+		cases := map[string][]string{} // alert → its cases in the group
 		for _, name := range strings.Split(g.Name, caseSeparator) {
 			alert, _, _ := strings.Cut(name, ":")
-			require.NotContains(t, cases, alert, "two cases of one alert in the group %q", g.Name)
-			cases[alert] = name
+			cases[alert] = append(cases[alert], name)
 			if byAlert[alert] == nil {
 				byAlert[alert] = map[string][]yamlAlertTest{}
 			}
@@ -202,7 +202,12 @@ func TestEveryAlertHasItsFourCases(t *testing.T) {
 		}
 		for _, at := range g.AlertRuleTests {
 			require.Contains(t, cases, at.Alertname, g.Name)
-			byAlert[at.Alertname][cases[at.Alertname]] = append(byAlert[at.Alertname][cases[at.Alertname]], at)
+			if len(cases[at.Alertname]) > 1 {
+				require.Empty(t, at.ExpAlerts, "only cases that never fire share a group with cases of their alert: %q", g.Name)
+			}
+			for _, name := range cases[at.Alertname] {
+				byAlert[at.Alertname][name] = append(byAlert[at.Alertname][name], at)
+			}
 		}
 	}
 	for _, alert := range AlertNames() {
@@ -240,10 +245,14 @@ func TestEveryAlertHasItsFourCases(t *testing.T) {
 }
 
 // TestPackedCasesShareNoSeries: in a test group of several cases, no case writes a metric that
-// another case's alert reads (directly or through recording rules) or writes; and no case name
+// another alert's case reads (directly, through recording rules or in its description's
+// queries) or writes, no series is
+// written twice (cases of one alert are on dependency names of their own); and no case name
 // contains the separator of the group's name.
 func TestPackedCasesShareNoSeries(t *testing.T) {
-	for name, cfg := range map[string]Config{"defaults": {}, "custom": matrixConfigs()["custom"]} {
+	configs := matrixConfigs()
+	configs["defaults"] = Config{}
+	for name, cfg := range configs {
 		r, err := cfg.resolve()
 		require.NoError(t, err)
 		lv, err := r.testLabels()
@@ -272,6 +281,11 @@ func TestPackedCasesShareNoSeries(t *testing.T) {
 			if len(names) > 1 {
 				packed++
 			}
+			seen := map[string]bool{}
+			for _, s := range g.InputSeries {
+				require.False(t, seen[s.Series], "%s twice in %q", s.Series, g.Name)
+				seen[s.Series] = true
+			}
 			for _, a := range names {
 				a, _, _ = strings.Cut(a, ":")
 				for _, b := range names {
@@ -288,8 +302,8 @@ func TestPackedCasesShareNoSeries(t *testing.T) {
 	}
 }
 
-// expandedExprs returns each alert's expression followed by those of the recording rules it
-// reads, recursively.
+// expandedExprs returns each alert's expression and annotations followed by the expressions of
+// the recording rules it reads, recursively.
 func expandedExprs(r *resolved) map[string]string {
 	recorded := map[string]string{}
 	out := map[string]string{}
@@ -299,6 +313,9 @@ func expandedExprs(r *resolved) map[string]string {
 				recorded[rl.Record] += "\n" + rl.Expr
 			} else {
 				out[rl.Alert] = rl.Expr
+				for _, a := range rl.Annotations {
+					out[rl.Alert] += "\n" + a // the descriptions' queries
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,8 +78,11 @@ func (r *resolved) renderTestFile(ruleFile string, packed bool) ([]byte, error) 
 			if err != nil {
 				return nil, err
 			}
+			if packed {
+				cases = c.quietTogether(cases)
+			}
 			for _, tc := range cases {
-				all = append(all, caseGroup{alert: sp.name, g: tc.render(c)})
+				all = append(all, caseGroup{alert: sp.name, end: lastCheck(tc.checks), g: tc.render(c)})
 			}
 		}
 	}
@@ -262,7 +266,7 @@ func failScrape(t time.Duration, tracks ...*track) {
 // miss makes the scrapes of tracks from t for span fail: stale markers, then nothing.
 func miss(t, span time.Duration, tracks ...*track) {
 	for _, tr := range tracks {
-		for i := idx(t); i < len(tr.kinds) && time.Duration(i)*step < t+span; i++ {
+		for i := idx(t); i < len(tr.kinds) && i < idx(t+span); i++ {
 			if i == idx(t) && tr.kinds[i] == sampled && (i == 0 || tr.kinds[i-1] == sampled) {
 				tr.kinds[i] = staleMarker
 			} else {
@@ -438,7 +442,7 @@ func (tc testCase) render(c *scenario) yamlTestGroup {
 
 // expectAlert is the alert a firing check expects: labels and expanded annotations.
 func (c *scenario) expectAlert(tc testCase, ck check) yamlExpAlert {
-	lv := cmpOr(ck.lv, c.lv)
+	lv := orLabels(ck.lv, c.lv)
 	labels := map[string]string{"severity": c.s.severity}
 	for _, l := range c.r.labels(c.sp.perInstance) {
 		if lv[l] != "" {
@@ -459,11 +463,44 @@ func (c *scenario) expectAlert(tc testCase, ck check) yamlExpAlert {
 		func(s string) string { return s }, func(l string) string { return url.QueryEscape(lv[l]) })}
 }
 
-func cmpOr(m, def map[string]string) map[string]string {
+func orLabels(m, def map[string]string) map[string]string {
 	if m == nil {
 		return def
 	}
 	return m
+}
+
+// quietTogether runs the cases in which the alert never fires side by side in one case, each
+// on a dependency name of its own (where the selector allows one): each adds its checks at the
+// others' times, and together they cost one sweep.
+func (c *scenario) quietTogether(cases []testCase) []testCase {
+	var out []testCase
+	merged, names := -1, map[string]bool{c.lv[catalog.LabelName]: true}
+	for _, tc := range cases {
+		silent := len(tc.exprs) == 0
+		for _, ck := range tc.checks {
+			silent = silent && !ck.firing
+		}
+		if !silent || merged < 0 {
+			if silent {
+				merged = len(out)
+			}
+			out = append(out, tc)
+			continue
+		}
+		name, err := c.r.pickLabelValue(catalog.LabelName, []string{c.lv[catalog.LabelName] + "-" + strconv.Itoa(len(names))})
+		if err != nil || names[name] {
+			out = append(out, tc)
+			continue
+		}
+		names[name] = true
+		for _, tr := range tc.tracks {
+			tr.labels[catalog.LabelName] = name
+		}
+		m := &out[merged]
+		m.name, m.tracks, m.checks = m.name+caseSeparator+tc.name, slices.Concat(m.tracks, tc.tracks), slices.Concat(m.checks, tc.checks)
+	}
+	return out
 }
 
 // scenario carries what a scenario builder needs.

@@ -118,7 +118,12 @@ func TestMutationsAreCaught(t *testing.T) {
 	}
 	rulesYAML, err := GeneratePrometheus(Config{})
 	require.NoError(t, err)
-	testsYAML, err := GenerateTests(Config{}, "rules.yaml")
+	r, err := Config{}.resolve()
+	require.NoError(t, err)
+	// Each case in a group of its own: the cases packed side by side share no series
+	// (TestPackedCasesShareNoSeries), so each sees the same alone, and --run runs the mutated
+	// alert's cases only.
+	testsYAML, err := r.renderTestFile("rules.yaml", false)
 	require.NoError(t, err)
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
@@ -170,9 +175,11 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestEveryAlertHasItsFourCases checks the shape of the generated tests: per alert, a group
-// where it fires (with an expected firing alert), a blip group, an idle group and a resolve
-// group, each with at least one check; plus the recording-rule values.
+// TestEveryAlertHasItsFourCases checks the shape of the generated tests: per alert, a case where
+// it fires (with an expected firing alert), a blip case, an idle case and a resolve case, each
+// with at least one check; plus the recording-rule values. Cases of alerts that share no series
+// run side by side in one test group (named after its cases); two cases of one alert only when
+// neither fires (on dependency names of their own).
 func TestEveryAlertHasItsFourCases(t *testing.T) {
 	out, err := GenerateTests(Config{}, "rules.yaml")
 	require.NoError(t, err)
@@ -180,21 +187,35 @@ func TestEveryAlertHasItsFourCases(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(out, &file))
 	assert.Equal(t, []string{"rules.yaml"}, file.RuleFiles)
 	assert.Equal(t, GroupNames, file.GroupEvalOrder)
-	byAlert := map[string][]yamlTestGroup{}
-	for _, g := range file.Tests {
-		name, _, _ := strings.Cut(g.Name, ":")
-		byAlert[name] = append(byAlert[name], g)
+	require.True(t, strings.HasPrefix(file.Tests[0].Name, "recording rules:"))
+	assert.GreaterOrEqual(t, len(file.Tests[0].PromqlExprTests), 10)
+	byAlert := map[string]map[string][]yamlAlertTest{} // alert → case name → its checks
+	for _, g := range file.Tests[1:] {
+		cases := map[string][]string{} // alert → its cases in the group
+		for _, name := range strings.Split(g.Name, caseSeparator) {
+			alert, _, _ := strings.Cut(name, ":")
+			cases[alert] = append(cases[alert], name)
+			if byAlert[alert] == nil {
+				byAlert[alert] = map[string][]yamlAlertTest{}
+			}
+			byAlert[alert][name] = nil
+		}
+		for _, at := range g.AlertRuleTests {
+			require.Contains(t, cases, at.Alertname, g.Name)
+			if len(cases[at.Alertname]) > 1 {
+				require.Empty(t, at.ExpAlerts, "only cases that never fire share a group with cases of their alert: %q", g.Name)
+			}
+			for _, name := range cases[at.Alertname] {
+				byAlert[at.Alertname][name] = append(byAlert[at.Alertname][name], at)
+			}
+		}
 	}
-	require.NotEmpty(t, byAlert["recording rules"])
-	assert.GreaterOrEqual(t, len(byAlert["recording rules"][0].PromqlExprTests), 10)
 	for _, alert := range AlertNames() {
-		groups := byAlert[alert]
 		kinds := map[string]bool{}
-		for _, g := range groups {
-			require.NotEmpty(t, g.AlertRuleTests, g.Name)
+		for name, checks := range byAlert[alert] {
+			require.NotEmpty(t, checks, name)
 			firing := false
-			for _, at := range g.AlertRuleTests {
-				assert.Equal(t, alert, at.Alertname)
+			for _, at := range checks {
 				if len(at.ExpAlerts) > 0 {
 					firing = true
 					assert.Equal(t, "payments-api", at.ExpAlerts[0].ExpLabels["name"])
@@ -202,26 +223,113 @@ func TestEveryAlertHasItsFourCases(t *testing.T) {
 				}
 			}
 			switch {
-			case strings.Contains(g.Name, "resolves"):
+			case strings.Contains(name, "resolves"):
 				kinds["resolves"] = true
-				assert.True(t, firing, g.Name)
-				last := g.AlertRuleTests[len(g.AlertRuleTests)-1]
-				assert.Empty(t, last.ExpAlerts, "%s: the last check is after the resolution", g.Name)
-			case strings.Contains(g.Name, "fires"):
+				assert.True(t, firing, name)
+				assert.Empty(t, checks[len(checks)-1].ExpAlerts, "%s: the last check is after the resolution", name)
+			case strings.Contains(name, "fires"):
 				kinds["fires"] = true
-				assert.True(t, firing, g.Name)
-			case strings.Contains(g.Name, "blip"):
+				assert.True(t, firing, name)
+			case strings.Contains(name, "blip"):
 				kinds["blip"] = true
-				assert.False(t, firing, g.Name)
-			case strings.Contains(g.Name, "idle"):
+				assert.False(t, firing, name)
+			case strings.Contains(name, "idle"):
 				kinds["idle"] = true
-				assert.False(t, firing, g.Name)
+				assert.False(t, firing, name)
 			default:
-				assert.False(t, firing, g.Name)
+				assert.False(t, firing, name)
 			}
 		}
 		assert.Equal(t, map[string]bool{"fires": true, "blip": true, "idle": true, "resolves": true}, kinds, alert)
 	}
+}
+
+// TestPackedCasesShareNoSeries: in a test group of several cases, no case writes a metric that
+// another alert's case reads (directly, through recording rules or in its description's
+// queries) or writes, no series is
+// written twice (cases of one alert are on dependency names of their own); and no case name
+// contains the separator of the group's name.
+func TestPackedCasesShareNoSeries(t *testing.T) {
+	configs := matrixConfigs()
+	configs["defaults"] = Config{}
+	for name, cfg := range configs {
+		r, err := cfg.resolve()
+		require.NoError(t, err)
+		lv, err := r.testLabels()
+		require.NoError(t, err)
+		written := map[string]map[string]bool{} // alert → the metrics its cases write
+		for _, sp := range specs {
+			c := &scenario{r: r, sp: sp, s: r.alerts[sp.name], lv: lv}
+			cases, err := scenarios[sp.name](c)
+			require.NoError(t, err)
+			written[sp.name] = map[string]bool{}
+			for _, tc := range cases {
+				assert.NotContains(t, tc.name, caseSeparator)
+				for _, tr := range tc.tracks {
+					written[sp.name][r.name(tr.metric)] = true
+				}
+			}
+		}
+		out, err := r.renderTests("rules.yaml")
+		require.NoError(t, err)
+		var file yamlTestFile
+		require.NoError(t, yaml.Unmarshal(out, &file))
+		reads := expandedExprs(r)
+		packed := 0
+		for _, g := range file.Tests[1:] {
+			names := strings.Split(g.Name, caseSeparator)
+			if len(names) > 1 {
+				packed++
+			}
+			seen := map[string]bool{}
+			for _, s := range g.InputSeries {
+				require.False(t, seen[s.Series], "%s twice in %q", s.Series, g.Name)
+				seen[s.Series] = true
+			}
+			for _, a := range names {
+				a, _, _ = strings.Cut(a, ":")
+				for _, b := range names {
+					b, _, _ = strings.Cut(b, ":")
+					for m := range written[a] {
+						if a != b && (written[b][m] || strings.Contains(reads[b], m)) {
+							t.Errorf("%s: %s's cases write %s, which %s uses, in %q", name, a, m, b, g.Name)
+						}
+					}
+				}
+			}
+		}
+		assert.Greater(t, packed, 10, "cases run side by side")
+	}
+}
+
+// expandedExprs returns each alert's expression and annotations followed by the expressions of
+// the recording rules it reads, recursively.
+func expandedExprs(r *resolved) map[string]string {
+	recorded := map[string]string{}
+	out := map[string]string{}
+	for _, g := range r.groups() {
+		for _, rl := range g.Rules {
+			if rl.Record != "" {
+				recorded[rl.Record] += "\n" + rl.Expr
+			} else {
+				out[rl.Alert] = rl.Expr
+				for _, a := range rl.Annotations {
+					out[rl.Alert] += "\n" + a // the descriptions' queries
+				}
+			}
+		}
+	}
+	for alert, expr := range out {
+		for range 5 {
+			for rec, body := range recorded {
+				if strings.Contains(expr, rec) && !strings.Contains(expr, body) {
+					expr += "\n" + body
+				}
+			}
+		}
+		out[alert] = expr
+	}
+	return out
 }
 
 func TestGeneratedSeriesNotation(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,17 +14,23 @@ import (
 	"github.com/stormwatch-go/stormwatch/catalog"
 )
 
-// step is the scrape and evaluation interval of the generated tests.
-const step = 15 * time.Second
-
-// t0 is when the interesting part of most scenarios begins.
-const t0 = time.Minute
+const (
+	// step is the scrape and evaluation interval of the generated tests.
+	step = 15 * time.Second
+	// t0 is when the interesting part of most scenarios begins.
+	t0 = time.Minute
+	// forever is an end time beyond any scenario.
+	forever = 1000 * time.Hour
+	// perStep is the number of calls per step in the traffic scenarios; large enough that
+	// ratios are exact in thousandths.
+	perStep = 1000
+)
 
 // GenerateTests renders promtool unit tests (`promtool test rules`) for the rules of cfg.
 // ruleFile is the rule file path written into rule_files, relative to the test file; it must
 // be a plain Prometheus rule file (GeneratePrometheus).
 //
-// For every enabled alert there is a test group where it fires at the expected evaluation
+// For every enabled alert there is a test case where it fires at the expected evaluation
 // time (with its description, measured value and trip cause), one where a 15-second blip does
 // not fire it, one where idle traffic does not fire it and one where it resolves after
 // recovery; and, where they apply, the cases an on-call engineer worries about: a failed scrape
@@ -33,7 +40,8 @@ const t0 = time.Minute
 // single-instance job, on one stuck instance of two and on idle breakers. A further group checks
 // the values of the recording rules. The scenarios follow the configured thresholds and
 // durations, so a configuration whose for is shorter than its rate window fails the blip test
-// — on purpose: such a configuration pages on blips.
+// — on purpose: such a configuration pages on blips. Cases of alerts that share no series run
+// side by side in one test group (pack.go).
 func GenerateTests(cfg Config, ruleFile string) ([]byte, error) {
 	r, err := cfg.resolve()
 	if err != nil {
@@ -47,6 +55,12 @@ func GenerateTests(cfg Config, ruleFile string) ([]byte, error) {
 
 // renderTests renders the promtool tests of the resolved configuration.
 func (r *resolved) renderTests(ruleFile string) ([]byte, error) {
+	return r.renderTestFile(ruleFile, true)
+}
+
+// renderTestFile renders the promtool tests, the cases packed side by side or each in a test
+// group of its own (where one alert's cases run alone: the mutation tests).
+func (r *resolved) renderTestFile(ruleFile string, packed bool) ([]byte, error) {
 	lv, err := r.testLabels()
 	if err != nil {
 		return nil, err
@@ -56,20 +70,29 @@ func (r *resolved) renderTests(ruleFile string) ([]byte, error) {
 		file.GroupEvalOrder = append(file.GroupEvalOrder, g.Name)
 	}
 	file.Tests = append(file.Tests, r.recordingTest(lv).render(&scenario{r: r, lv: lv}))
+	var all []caseGroup
 	for _, sp := range specs {
-		s := r.alerts[sp.name]
-		if !s.enabled {
-			continue
-		}
-		c := &scenario{r: r, sp: sp, s: s, lv: lv}
-		cases, err := scenarios[sp.name](c)
-		if err != nil {
-			return nil, err
-		}
-		for _, tc := range cases {
-			file.Tests = append(file.Tests, tc.render(c))
+		if s := r.alerts[sp.name]; s.enabled {
+			c := &scenario{r: r, sp: sp, s: s, lv: lv}
+			cases, err := scenarios[sp.name](c)
+			if err != nil {
+				return nil, err
+			}
+			if packed {
+				cases = c.quietTogether(cases)
+			}
+			for _, tc := range cases {
+				all = append(all, caseGroup{alert: sp.name, end: lastCheck(tc.checks), g: tc.render(c)})
+			}
 		}
 	}
+	if !packed {
+		for _, cg := range all {
+			file.Tests = append(file.Tests, cg.g)
+		}
+		return marshal(file)
+	}
+	file.Tests = append(file.Tests, pack(all, r.seriesUse(all))...)
 	return marshal(file)
 }
 
@@ -119,20 +142,18 @@ type yamlSample struct {
 
 // --- input series ---
 
-// sampleKind says what a scrape left in the TSDB at one step.
+// sampleKind says what a scrape left in the TSDB at one step: a value, a stale marker
+// (Prometheus marks every series of a target stale when a scrape fails, and a series stale
+// when a scrape no longer contains it) or nothing (further failed scrapes, a series not exported).
 type sampleKind uint8
 
 const (
-	// sampled: a value.
 	sampled sampleKind = iota
-	// staleMarker: Prometheus marks every series of a target stale when a scrape fails and a
-	// series stale when a scrape no longer contains it.
 	staleMarker
-	// noSample: nothing (further failed scrapes, or a series not exported).
 	noSample
 )
 
-// track is one input series of a test group, one entry per step from 0 to its end.
+// track is one input series of a test case, one entry per step from 0 to its end.
 type track struct {
 	metric  catalog.Metric
 	labels  map[string]string
@@ -146,49 +167,35 @@ type track struct {
 	resets map[int]bool
 }
 
-func steps(end time.Duration) int { return int(end/step) + 1 }
-
 func idx(t time.Duration) int { return int(t / step) }
 
-// gaugeTrack samples v at every step from 0 to end.
-func (c *scenario) gaugeTrack(lv map[string]string, m catalog.Metric, end time.Duration, v func(time.Duration) float64, extra ...string) *track {
-	tr := c.newTrack(lv, m, end, extra...)
-	for i := range tr.vals {
-		tr.vals[i] = v(time.Duration(i) * step)
-	}
-	return tr
-}
-
-// counterTrack is a counter starting at 0 that grows by inc(t) at each step t > 0.
-func (c *scenario) counterTrack(lv map[string]string, m catalog.Metric, end time.Duration, inc func(time.Duration) float64, extra ...string) *track {
-	tr := c.newTrack(lv, m, end, extra...)
-	tr.counter = true
-	for i := 1; i < len(tr.vals); i++ {
-		tr.vals[i] = inc(time.Duration(i) * step)
-	}
-	return tr
-}
-
-func (c *scenario) newTrack(lv map[string]string, m catalog.Metric, end time.Duration, extra ...string) *track {
+// newTrack samples f at every step from 0 to end: a gauge's values, or a counter's increments
+// (from 0, growing by f(t) at each step t > 0). extra are further label pairs.
+func newTrack(lv map[string]string, m catalog.Metric, end time.Duration, counter bool, f func(time.Duration) float64, extra ...string) *track {
 	labels := maps.Clone(lv)
 	for i := 0; i+1 < len(extra); i += 2 {
 		labels[extra[i]] = extra[i+1]
 	}
-	n := steps(end)
-	return &track{metric: m, labels: labels, vals: make([]float64, n), kinds: make([]sampleKind, n), resets: map[int]bool{}}
+	n := idx(end) + 1
+	tr := &track{metric: m, labels: labels, counter: counter, vals: make([]float64, n), kinds: make([]sampleKind, n), resets: map[int]bool{}}
+	for i := range tr.vals {
+		if !counter || i > 0 {
+			tr.vals[i] = f(time.Duration(i) * step)
+		}
+	}
+	return tr
 }
 
 // gauge and counter are the scenario's own target's series.
 func (c *scenario) gauge(m catalog.Metric, end time.Duration, v func(time.Duration) float64, extra ...string) *track {
-	return c.gaugeTrack(c.lv, m, end, v, extra...)
+	return newTrack(c.lv, m, end, false, v, extra...)
 }
 
 func (c *scenario) counter(m catalog.Metric, end time.Duration, inc func(time.Duration) float64, extra ...string) *track {
-	return c.counterTrack(c.lv, m, end, inc, extra...)
+	return newTrack(c.lv, m, end, true, inc, extra...)
 }
 
-// values returns the samples as stored: the value, or NaN for a step without one (sampled
-// reports which).
+// values returns the samples as stored (a counter's running sum).
 func (tr *track) values() []float64 {
 	out := make([]float64, len(tr.vals))
 	cum := 0.0
@@ -214,21 +221,18 @@ func (tr *track) render() string {
 	n := len(vals)
 	for i := 0; i < n; {
 		j := i
-		switch tr.kinds[i] {
-		case noSample:
+		switch x := vals[i]; {
+		case tr.kinds[i] == noSample:
 			for j+1 < n && tr.kinds[j+1] == noSample {
 				j++
 			}
 			parts = append(parts, "_x"+strconv.Itoa(j-i+1))
-		case staleMarker:
+		case tr.kinds[i] == staleMarker:
 			parts = append(parts, "stale")
+		case math.IsNaN(x): // promtool has no expanding notation for NaN
+			parts = append(parts, "NaN")
 		default:
-			x := vals[i]
-			if math.IsNaN(x) { // promtool has no expanding notation for NaN
-				parts = append(parts, "NaN")
-				break
-			}
-			var d float64
+			d := 0.0
 			if tr.counter && i+1 < n && tr.kinds[i+1] == sampled && !tr.resets[i+1] {
 				d = tr.vals[i+1]
 			}
@@ -259,10 +263,10 @@ func failScrape(t time.Duration, tracks ...*track) {
 	}
 }
 
-// disappear removes the target of tracks from t on: stale markers at t, nothing after.
-func disappear(t time.Duration, tracks ...*track) {
+// miss makes the scrapes of tracks from t for span fail: stale markers, then nothing.
+func miss(t, span time.Duration, tracks ...*track) {
 	for _, tr := range tracks {
-		for i := idx(t); i < len(tr.kinds); i++ {
+		for i := idx(t); i < len(tr.kinds) && i < idx(t+span); i++ {
 			if i == idx(t) && tr.kinds[i] == sampled && (i == 0 || tr.kinds[i-1] == sampled) {
 				tr.kinds[i] = staleMarker
 			} else {
@@ -272,19 +276,15 @@ func disappear(t time.Duration, tracks ...*track) {
 	}
 }
 
+// disappear removes the target of tracks from t on.
+func disappear(t time.Duration, tracks ...*track) { miss(t, forever, tracks...) }
+
 // restart models a process restart right after the scrape before t: the scrapes from t for
-// gap fail (stale markers, then nothing), the counters start again from 0 (the calls of the
-// gap counted by the new process), the gauges read what their functions say for the new
-// process.
+// gap fail, the counters start again from 0 (the calls of the gap counted by the new process),
+// the gauges read what their functions say for the new process.
 func restart(t, gap time.Duration, tracks ...*track) {
+	miss(t, gap, tracks...)
 	for _, tr := range tracks {
-		for i := idx(t); i < idx(t+gap) && i < len(tr.kinds); i++ {
-			if i == idx(t) && tr.kinds[i] == sampled && (i == 0 || tr.kinds[i-1] == sampled) {
-				tr.kinds[i] = staleMarker
-			} else {
-				tr.kinds[i] = noSample
-			}
-		}
 		if tr.counter {
 			tr.resets[idx(t)] = true
 		}
@@ -295,12 +295,9 @@ func restart(t, gap time.Duration, tracks ...*track) {
 
 // points returns the samples of tr in (at-window, at].
 func (tr *track) points(at, window time.Duration) (ts []time.Duration, vs []float64) {
-	vals := tr.values()
-	for i := range vals {
-		t := time.Duration(i) * step
-		if t > at-window && t <= at && tr.kinds[i] == sampled {
-			ts = append(ts, t)
-			vs = append(vs, vals[i])
+	for i, v := range tr.values() {
+		if t := time.Duration(i) * step; t > at-window && t <= at && tr.kinds[i] == sampled {
+			ts, vs = append(ts, t), append(vs, v)
 		}
 	}
 	return ts, vs
@@ -321,15 +318,12 @@ func (tr *track) increase(at, window time.Duration) (float64, bool) {
 	}
 	sampledInterval := (ts[len(ts)-1] - ts[0]).Seconds()
 	avg := sampledInterval / float64(len(ts)-1)
-	toStart := (ts[0] - (at - window)).Seconds()
-	toEnd := (at - ts[len(ts)-1]).Seconds()
+	toStart, toEnd := (ts[0] - (at - window)).Seconds(), (at - ts[len(ts)-1]).Seconds()
 	if toStart >= avg*1.1 {
 		toStart = avg / 2
 	}
 	if result > 0 && vs[0] >= 0 {
-		if toZero := sampledInterval * (vs[0] / result); toZero < toStart {
-			toStart = toZero
-		}
+		toStart = min(toStart, sampledInterval*(vs[0]/result))
 	}
 	if toEnd >= avg*1.1 {
 		toEnd = avg / 2
@@ -337,7 +331,7 @@ func (tr *track) increase(at, window time.Duration) (float64, bool) {
 	return result * (sampledInterval + toStart + toEnd) / sampledInterval, true
 }
 
-// last is last_over_time(tr[window]) at time at.
+// last and avg are last_over_time and avg_over_time of tr[window] at time at.
 func (tr *track) last(at, window time.Duration) (float64, bool) {
 	_, vs := tr.points(at, window)
 	if len(vs) == 0 {
@@ -346,28 +340,13 @@ func (tr *track) last(at, window time.Duration) (float64, bool) {
 	return vs[len(vs)-1], true
 }
 
-// avg is avg_over_time(tr[window]) at time at.
 func (tr *track) avg(at, window time.Duration) (float64, bool) {
 	_, vs := tr.points(at, window)
-	if len(vs) == 0 {
-		return 0, false
-	}
 	var sum float64
 	for _, v := range vs {
 		sum += v
 	}
-	return sum / float64(len(vs)), true
-}
-
-// maxAvg is max(avg_over_time(m{match}[window])) at time at.
-func maxAvg(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
-	out := math.Inf(-1)
-	for _, tr := range selectTracks(tracks, m, match...) {
-		if v, ok := tr.avg(at, window); ok && v > out {
-			out = v
-		}
-	}
-	return out
+	return sum / float64(len(vs)), len(vs) > 0
 }
 
 // selectTracks returns the tracks of metric m whose labels include the pairs of match.
@@ -388,35 +367,42 @@ next:
 	return out
 }
 
-// sumIncrease is sum(increase(m{match}[window])) at time at; rate divides by the window.
-func sumIncrease(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
-	var sum float64
-	for _, tr := range selectTracks(tracks, m, match...) {
-		if v, ok := tr.increase(at, window); ok {
-			sum += v
-		}
-	}
-	return sum
-}
-
-func sumRate(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
-	return sumIncrease(tracks, at, window, m, match...) / window.Seconds()
-}
-
-// maxLast is max(last_over_time(m{match}[window])) at time at.
-func maxLast(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
+// aggregate folds fn over the selected tracks at time at: max of last_over_time or
+// avg_over_time, sum of increase.
+func aggregate(tracks []*track, at, window time.Duration, m catalog.Metric, fn func(*track, time.Duration, time.Duration) (float64, bool), sum bool, match ...string) float64 {
 	out := math.Inf(-1)
+	if sum {
+		out = 0
+	}
 	for _, tr := range selectTracks(tracks, m, match...) {
-		if v, ok := tr.last(at, window); ok && (v > out || math.IsNaN(out)) {
+		if v, ok := fn(tr, at, window); ok && sum {
+			out += v
+		} else if ok && v > out {
 			out = v
 		}
 	}
 	return out
 }
 
+func maxAvg(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
+	return aggregate(tracks, at, window, m, (*track).avg, false, match...)
+}
+
+func maxLast(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
+	return aggregate(tracks, at, window, m, (*track).last, false, match...)
+}
+
+func sumIncrease(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
+	return aggregate(tracks, at, window, m, (*track).increase, true, match...)
+}
+
+func sumRate(tracks []*track, at, window time.Duration, m catalog.Metric, match ...string) float64 {
+	return sumIncrease(tracks, at, window, m, match...) / window.Seconds()
+}
+
 // --- test cases ---
 
-// testCase is one promtool test group.
+// testCase is one case of an alert (promtool test group).
 type testCase struct {
 	name   string
 	tracks []*track
@@ -428,12 +414,11 @@ type testCase struct {
 type check struct {
 	at     time.Duration
 	firing bool
-	// lv are the labels of the target the alert is about (nil: the scenario's).
-	lv map[string]string
-	// labels are further labels the alert carries (the trip cause of StuckOpen).
-	labels map[string]string
-	// value is the alert's value, when the scenario knows it; otherwise it is computed from
-	// the tracks (scenario.value).
+	// lv are the labels of the target the alert is about (nil: the scenario's); labels are
+	// further labels the alert carries (the trip cause of StuckOpen).
+	lv, labels map[string]string
+	// value is the alert's value when the scenario knows it; otherwise scenario.value computes
+	// it from the tracks.
 	value    float64
 	hasValue bool
 	// causes is what the description says about the trip cause(s).
@@ -457,10 +442,7 @@ func (tc testCase) render(c *scenario) yamlTestGroup {
 
 // expectAlert is the alert a firing check expects: labels and expanded annotations.
 func (c *scenario) expectAlert(tc testCase, ck check) yamlExpAlert {
-	lv := ck.lv
-	if lv == nil {
-		lv = c.lv
-	}
+	lv := orLabels(ck.lv, c.lv)
 	labels := map[string]string{"severity": c.s.severity}
 	for _, l := range c.r.labels(c.sp.perInstance) {
 		if lv[l] != "" {
@@ -472,16 +454,53 @@ func (c *scenario) expectAlert(tc testCase, ck check) yamlExpAlert {
 	if !ck.hasValue {
 		v = c.value(tc.tracks, ck.at)
 	}
-	ref := func(l string) string { return lv[l] }
 	causes := ck.causes
 	if causes == "" {
 		causes = c.sp.causesElse
 	}
-	return yamlExpAlert{
-		ExpLabels: labels,
-		ExpAnnotations: c.r.annotations(c.sp, c.s, descArgs{ref: ref, value: c.sp.value.text(v), causes: causes},
-			func(s string) string { return s }, func(l string) string { return url.QueryEscape(lv[l]) }),
+	args := descArgs{ref: func(l string) string { return lv[l] }, value: c.sp.value.text(v), causes: causes}
+	return yamlExpAlert{ExpLabels: labels, ExpAnnotations: c.r.annotations(c.sp, c.s, args,
+		func(s string) string { return s }, func(l string) string { return url.QueryEscape(lv[l]) })}
+}
+
+func orLabels(m, def map[string]string) map[string]string {
+	if m == nil {
+		return def
 	}
+	return m
+}
+
+// quietTogether runs the cases in which the alert never fires side by side in one case, each
+// on a dependency name of its own (where the selector allows one): each adds its checks at the
+// others' times, and together they cost one sweep.
+func (c *scenario) quietTogether(cases []testCase) []testCase {
+	var out []testCase
+	merged, names := -1, map[string]bool{c.lv[catalog.LabelName]: true}
+	for _, tc := range cases {
+		silent := len(tc.exprs) == 0
+		for _, ck := range tc.checks {
+			silent = silent && !ck.firing
+		}
+		if !silent || merged < 0 {
+			if silent {
+				merged = len(out)
+			}
+			out = append(out, tc)
+			continue
+		}
+		name, err := c.r.pickLabelValue(catalog.LabelName, []string{c.lv[catalog.LabelName] + "-" + strconv.Itoa(len(names))})
+		if err != nil || names[name] {
+			out = append(out, tc)
+			continue
+		}
+		names[name] = true
+		for _, tr := range tc.tracks {
+			tr.labels[catalog.LabelName] = name
+		}
+		m := &out[merged]
+		m.name, m.tracks, m.checks = m.name+caseSeparator+tc.name, slices.Concat(m.tracks, tc.tracks), slices.Concat(m.checks, tc.checks)
+	}
+	return out
 }
 
 // scenario carries what a scenario builder needs.
@@ -492,9 +511,14 @@ type scenario struct {
 	lv map[string]string
 }
 
-// name prefixes a test group name with the alert name.
+// name prefixes a test case's name with the alert name.
 func (c *scenario) name(format string, args ...any) string {
 	return c.sp.name + ": " + fmt.Sprintf(format, args...)
+}
+
+// tc is a case whose tracks, built by build, end a minute after its last check.
+func (c *scenario) tc(name string, checks []check, build func(end time.Duration) []*track) testCase {
+	return testCase{name: c.sp.name + ": " + name, tracks: build(lastCheck(checks) + time.Minute), checks: checks}
 }
 
 // forDur is the alert's for as the evaluations see it: an alert fires at the first evaluation at
@@ -520,16 +544,15 @@ func (c *scenario) resolves(recover, clearBy time.Duration) []check {
 	return []check{{at: recover - step, firing: true}, {at: ceilStep(clearBy+c.keep()) + step}}
 }
 
-// firingAt returns firing checks at the given times.
+// firingAt and silent return firing and not-firing checks at the given times.
 func firingAt(ats ...time.Duration) []check {
-	out := make([]check, len(ats))
-	for i, a := range ats {
-		out[i] = check{at: a, firing: true}
+	out := silent(ats...)
+	for i := range out {
+		out[i].firing = true
 	}
 	return out
 }
 
-// silent returns not-firing checks at the given times.
 func silent(ats ...time.Duration) []check {
 	out := make([]check, len(ats))
 	for i, a := range ats {
@@ -573,8 +596,7 @@ func fnum(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// when returns a counter increment / gauge value function that is a inside [from, to) and
-// b outside it.
+// when is a function of time that is a inside [from, to) and b outside it.
 func when(from, to time.Duration, a, b float64) func(time.Duration) float64 {
 	return func(t time.Duration) float64 {
 		if t >= from && t < to {
@@ -584,7 +606,7 @@ func when(from, to time.Duration, a, b float64) func(time.Duration) float64 {
 	}
 }
 
-// every returns a function that is a at every period from start on (and b otherwise).
+// every is a function of time that is a at every period from start on and b otherwise.
 func every(start, period time.Duration, a, b float64) func(time.Duration) float64 {
 	return func(t time.Duration) float64 {
 		if t >= start && (t-start)%period == 0 {
@@ -594,14 +616,7 @@ func every(start, period time.Duration, a, b float64) func(time.Duration) float6
 	}
 }
 
-// forever is an end time beyond any scenario.
-const forever = 1000 * time.Hour
-
 func zero(time.Duration) float64 { return 0 }
-
-// perStep is the number of calls per step in the traffic scenarios; large enough that
-// ratios are exact in thousandths.
-const perStep = 1000
 
 // shareAbove returns a count of perStep that is strictly above ratio*perStep (ratio < 1) and
 // about halfway to all of them.

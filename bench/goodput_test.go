@@ -25,7 +25,7 @@ import (
 // the deadline, per second. It runs on the wall clock (failsafe-go's limiter has no injectable
 // clock), so it is a test that runs only when asked:
 //
-//	GOODPUT=1 go test -run TestGoodput -v -timeout 40m .
+//	GOODPUT=1 go test -count=1 -run TestGoodput -v -timeout 40m .
 //
 // GOODPUT_ROUNDS (default 5), GOODPUT_LOADS (default 1,2,3) and GOODPUT_STRATEGIES (a regular
 // expression matching the strategies' names, such as "failsafe|Vegas") narrow the run.
@@ -239,7 +239,7 @@ type gpRow struct {
 
 func TestGoodput(t *testing.T) {
 	if os.Getenv("GOODPUT") == "" {
-		t.Skip("set GOODPUT=1 to run the wall-clock goodput comparison (about 20 minutes; GOODPUT_ROUNDS, GOODPUT_LOADS narrow it)")
+		t.Skip("set GOODPUT=1 to run the wall-clock goodput comparison (about 20 minutes; GOODPUT_ROUNDS, GOODPUT_LOADS, GOODPUT_STRATEGIES narrow it; -count=1: a cached pass prints old numbers)")
 	}
 	rounds := 5
 	if v := os.Getenv("GOODPUT_ROUNDS"); v != "" {

@@ -45,8 +45,8 @@ func (c *cheapClock) NewTimer(d time.Duration) clock.Timer { return clock.Real{}
 var sinkTime time.Time
 
 // BenchmarkLimitClosedPath: a call that finds a free permit, taken and given back — the
-// adaptive limiter (two clock readings per call, to measure the latency), the same with a clock
-// that costs nothing, the fixed bulkhead, failsafe-go's adaptive limiter, and time.Now alone.
+// adaptive limiter (one call in 2^k timed, two clock readings each, to measure the latency), the
+// same with a clock that costs nothing, the fixed bulkhead, failsafe-go's adaptive limiter, and time.Now alone.
 func BenchmarkLimitClosedPath(b *testing.B) {
 	ctx := context.Background()
 	b.Run("stormwatch_limit", func(b *testing.B) {

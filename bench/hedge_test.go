@@ -137,32 +137,87 @@ func BenchmarkHedgeStragglers(b *testing.B) {
 	b.ReportMetric(float64(h.Snapshot().Delay)/1e6, "ours_delay_ms")
 }
 
-// BenchmarkHedgeNoneFires is the cost of a call that answers before the hedge delay, against
-// the plain call and failsafe-go's hedge policy.
-func BenchmarkHedgeNoneFires(b *testing.B) {
+// noneFiresVariants are the ways of making a call that answers at once, which no hedge fires
+// for: directly, the floor of any per-call timer (the call plus one wall-clock timer armed and
+// stopped), stormwatch's hedge with a fixed delay and with an adaptive one (both 1 s, never
+// reached), and failsafe-go's hedge policy (1 s).
+func noneFiresVariants(b *testing.B) []noneFires {
 	fn := func(context.Context) error { return nil }
+	timer := time.AfterFunc(time.Hour, func() {})
+	timer.Stop()
+	fixed, err := hedge.New("fixed", hedge.Config{Delay: time.Second, Idempotent: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	adaptive, err := hedge.New("adaptive", hedge.Config{MinDelay: time.Second, Idempotent: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 200 { // past the adaptive delay's warm-up
+		_ = adaptive.Do(context.Background(), fn)
+	}
+	ex := failsafe.With[any](hedgepolicy.NewWithDelay[any](time.Second))
+	return []noneFires{
+		{"direct", func(ctx context.Context) { _ = fn(ctx) }},
+		{"timer_floor", func(ctx context.Context) { timer.Reset(time.Second); _ = fn(ctx); timer.Stop() }},
+		{"stormwatch", func(ctx context.Context) { _ = fixed.Do(ctx, fn) }},
+		{"stormwatch_adaptive", func(ctx context.Context) { _ = adaptive.Do(ctx, fn) }},
+		{"failsafe-go", func(ctx context.Context) {
+			_ = ex.WithContext(ctx).RunWithExecution(func(exec failsafe.Execution[any]) error { return fn(exec.Context()) })
+		}},
+	}
+}
+
+type noneFires struct {
+	name string
+	call func(context.Context)
+}
+
+// BenchmarkHedgeNoneFires is the cost of a call that answers before the hedge delay, each way
+// in a sub-benchmark of its own (for its allocations).
+func BenchmarkHedgeNoneFires(b *testing.B) {
 	ctx := context.Background()
-	b.Run("plain", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = fn(ctx)
+	for _, v := range noneFiresVariants(b) {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v.call(ctx)
+			}
+		})
+	}
+}
+
+// BenchmarkHedgeClosedPathOverhead measures the closed-path overhead: what a call that no hedge
+// fires for costs more than the same call made directly, in the same run. Every way of calling
+// makes b.N calls in blocks of 256 that take turns, each block timed on its own; a way's cost is
+// the median of its blocks' ns per call — a block the machine interrupted (another process, a
+// GC cycle) is an outlier the median leaves out, so the figure is the path's own cost even on a
+// shared machine. It reports each way's median (*_ns) and ours minus direct (*_overhead_ns).
+func BenchmarkHedgeClosedPathOverhead(b *testing.B) {
+	const block = 256
+	ctx := context.Background()
+	variants := noneFiresVariants(b)
+	per := make([][]float64, len(variants))
+	b.ResetTimer()
+	for done, round := 0, 0; done < b.N; done, round = done+block, round+1 {
+		n := min(block, b.N-done)
+		for k := range variants {
+			i := (k + round) % len(variants)
+			start := time.Now()
+			for range n {
+				variants[i].call(ctx)
+			}
+			per[i] = append(per[i], float64(time.Since(start))/float64(n))
 		}
-	})
-	b.Run("failsafe-go", func(b *testing.B) {
-		ex := failsafe.With[any](hedgepolicy.NewWithDelay[any](time.Second))
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = ex.RunWithExecution(func(exec failsafe.Execution[any]) error { return fn(exec.Context()) })
-		}
-	})
-	b.Run("stormwatch", func(b *testing.B) {
-		h, err := hedge.New("fast", hedge.Config{Delay: time.Second, Idempotent: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = h.Do(ctx, fn)
-		}
-	})
+	}
+	b.StopTimer()
+	med := make(map[string]float64, len(variants))
+	for i, v := range variants {
+		slices.Sort(per[i])
+		med[v.name] = per[i][len(per[i])/2]
+		b.ReportMetric(med[v.name], v.name+"_ns")
+	}
+	for _, name := range []string{"timer_floor", "stormwatch", "stormwatch_adaptive", "failsafe-go"} {
+		b.ReportMetric(med[name]-med["direct"], name+"_overhead_ns")
+	}
 }

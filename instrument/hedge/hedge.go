@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -148,12 +149,14 @@ type Hedge struct {
 	clk        clock.Clock
 	accept     func(error) bool
 	budget     Budget
-	own        *ownBudget // the budget of its own when Config.Budget is nil, else nil
 	delay      *estimator // nil for a fixed delay
 	calls      atomic.Uint64
 	outcomes   [catalog.NumHedgeOutcomes]atomic.Uint64
+	sched      scheduler
+	pool       sync.Pool // of *race[T]: the races of calls that started no hedge
+	base       time.Time // the origin of mono
 	idempotent bool
-	realClock  bool // the wall clock: a call's first hedge uses a pooled timer
+	realClock  bool // the wall clock: mono reads only its monotonic part
 }
 
 // New returns a hedge called name (usually the dependency) configured by cfg.
@@ -171,12 +174,13 @@ func New(name string, cfg Config) (*Hedge, error) {
 		idempotent: cfg.Idempotent,
 	}
 	_, h.realClock = h.clk.(clock.Real)
+	h.base = h.clk.Now()
+	h.sched.h = h
 	if cfg.Accept == nil {
 		h.accept = Acceptable
 	}
 	if h.budget == nil {
-		h.own = newOwnBudget(cfg.MaxExtraRatio)
-		h.budget = h.own
+		h.budget = newOwnBudget(cfg.MaxExtraRatio, &h.calls)
 	}
 	if cfg.Delay == 0 {
 		h.delay = newEstimator(cfg.Quantile, cfg.MinDelay, cfg.Window)
@@ -260,13 +264,17 @@ func (h *Hedge) Snapshot() Snapshot {
 func (h *Hedge) Do(ctx context.Context, fn func(context.Context) error) error {
 	delay, ok := h.enter(ctx)
 	if !ok {
-		start := h.now()
+		if h.delay == nil {
+			return fn(ctx)
+		}
+		start := h.mono()
 		err := fn(ctx)
 		h.observe(start, false)
 		return err
 	}
-	r := &race[struct{}]{h: h, parent: ctx, errFn: fn}
-	_, err := r.run(delay)
+	r := getRace[struct{}](h)
+	r.errFn = fn
+	_, err := r.run(ctx, delay)
 	return err
 }
 
@@ -281,40 +289,40 @@ func Call[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, err
 func CallWith[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), discard func(T)) (T, error) {
 	delay, ok := h.enter(ctx)
 	if !ok {
-		start := h.now()
+		if h.delay == nil {
+			return fn(ctx)
+		}
+		start := h.mono()
 		v, err := fn(ctx)
 		h.observe(start, false)
 		return v, err
 	}
-	r := &race[T]{h: h, parent: ctx, fn: fn, discard: discard}
-	return r.run(delay)
+	r := getRace[T](h)
+	r.fn, r.discard = fn, discard
+	return r.run(ctx, delay)
 }
 
 // enter counts a call and returns its hedge delay, and whether it is hedged: idempotent, with
 // a delay known.
 func (h *Hedge) enter(ctx context.Context) (time.Duration, bool) {
-	h.calls.Add(1)
-	if h.own != nil {
-		h.own.deposit()
-	}
+	h.calls.Add(1) // a deposit in the hedge's own budget, if it has one
 	d, ok := h.currentDelay()
 	return d, ok && h.hedgeable(ctx)
 }
 
-// now is the start time of a first attempt: the zero time for a fixed delay, which needs none.
-func (h *Hedge) now() time.Time {
-	if h.delay == nil {
-		return time.Time{}
+// mono returns the time on the hedge's clock since the hedge was made. On the wall clock it
+// reads the monotonic clock only (half a time.Now).
+func (h *Hedge) mono() time.Duration {
+	if h.realClock {
+		return time.Since(h.base)
 	}
-	return h.clk.Now()
+	return h.clk.Now().Sub(h.base)
 }
 
-// observe feeds a first attempt's latency to the adaptive delay; cut says a hedge won and
-// cancelled the attempt.
-func (h *Hedge) observe(start time.Time, cut bool) {
-	if h.delay != nil {
-		h.delay.observe(h.clk.Now().Sub(start), cut)
-	}
+// observe feeds the latency of a first attempt that started at start (on [Hedge.mono]) to the
+// adaptive delay; cut says a hedge won and cancelled the attempt. Only for an adaptive delay.
+func (h *Hedge) observe(start time.Duration, cut bool) {
+	h.delay.observe(h.mono()-start, cut)
 }
 
 func (h *Hedge) count(o catalog.HedgeOutcome) { h.outcomes[o].Add(1) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,14 +82,17 @@ func (v *hedgeVariant) block(n int) {
 	wg.Wait()
 }
 
-// report reports v's p50 and p99 call latency and the extra attempts hedging added, in percent
-// of the calls, and returns the p99 and the extra load.
+// report reports v's p50 and p99 call latency, the share of calls that took more than half the
+// straggler latency (stragglers no hedge rescued, in percent) and the extra attempts hedging
+// added, in percent of the calls, and returns the p99 and the extra load.
 func (v *hedgeVariant) report(b *testing.B) (p99, extra float64) {
 	slices.Sort(v.lat)
 	q := func(p float64) float64 { return float64(v.lat[int(p*float64(len(v.lat)-1))]) / 1e6 }
 	p99 = q(0.99)
 	extra = 100 * (float64(v.s.attempts.Load())/float64(len(v.lat)) - 1)
+	slow := len(v.lat) - sort.Search(len(v.lat), func(i int) bool { return v.lat[i] > v.s.slow/2 })
 	b.ReportMetric(q(0.50), v.name+"_p50_ms")
+	b.ReportMetric(100*float64(slow)/float64(len(v.lat)), v.name+"_slow_%")
 	b.ReportMetric(p99, v.name+"_p99_ms")
 	b.ReportMetric(extra, v.name+"_extra_%")
 	return p99, extra

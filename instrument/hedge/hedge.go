@@ -41,7 +41,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -153,7 +152,6 @@ type Hedge struct {
 	calls      atomic.Uint64
 	outcomes   [catalog.NumHedgeOutcomes]atomic.Uint64
 	sched      scheduler
-	pool       sync.Pool // of *race[T]: the races of calls that started no hedge
 	base       time.Time // the origin of mono
 	idempotent bool
 	realClock  bool // the wall clock: mono reads only its monotonic part
@@ -272,9 +270,8 @@ func (h *Hedge) Do(ctx context.Context, fn func(context.Context) error) error {
 		h.observe(start, false)
 		return err
 	}
-	r := getRace[struct{}](h)
-	r.errFn = fn
-	_, err := r.run(ctx, delay)
+	r, start := startRace[struct{}](h, ctx, delay, nil, fn, nil)
+	_, err := r.run(start)
 	return err
 }
 
@@ -297,9 +294,8 @@ func CallWith[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T,
 		h.observe(start, false)
 		return v, err
 	}
-	r := getRace[T](h)
-	r.fn, r.discard = fn, discard
-	return r.run(ctx, delay)
+	r, start := startRace(h, ctx, delay, fn, nil, discard)
+	return r.run(start)
 }
 
 // enter counts a call and returns its hedge delay, and whether it is hedged: idempotent, with

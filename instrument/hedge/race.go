@@ -14,12 +14,11 @@ import (
 // hedge it started has ended (and been counted), so no attempt outlives its call. The fields
 // below mu are guarded by it.
 //
-// A call that ends before its delay takes a race from the hedge's pool and gives it back, and
-// allocates only its first attempt's context (it must stay valid after the call: a result may
-// still read through it); it reads the clock once and spends its time in the hedge's scheduler
-// queue: no goroutine, no channel, no timer of its own, no cancelable context, and its mu is
-// never taken. A race the scheduler took (a hedge was due) is never reused: a hedge's goroutine
-// may still hold it.
+// A call that ends before its delay reuses a race its hedge's scheduler kept, and allocates
+// only its first attempt's context (it must stay valid after the call: a result may still read
+// through it); it reads the clock once and takes the scheduler's lock twice (to join its queue
+// and to leave it): no goroutine, no channel, no timer of its own, no cancelable context, and
+// the race's mu is never taken.
 type race[T any] struct {
 	first   *attemptCtx // the first attempt's context
 	entry   entry       // the call in the hedge's scheduler queue
@@ -40,12 +39,57 @@ type race[T any] struct {
 	err      error
 }
 
-// run runs the first attempt with a hedge scheduled after delay, and returns the call's result.
-func (r *race[T]) run(parent context.Context, delay time.Duration) (T, error) {
-	r.delay = delay
-	r.first = &attemptCtx{parent: parent}
-	start := r.h.mono()
-	r.h.sched.add(&r.entry, start, delay)
+// startRace takes a race for a call of h — one its scheduler keeps for reuse, when it has one
+// of type T, or a new one — fills it in and queues it for a hedge after delay. It returns the
+// race and the call's start.
+func startRace[T any](h *Hedge, parent context.Context, delay time.Duration,
+	fn func(context.Context) (T, error), errFn func(context.Context) error, discard func(T)) (*race[T], time.Duration) {
+	first := &attemptCtx{parent: parent}
+	now := h.mono()
+	s := &h.sched
+	s.mu.Lock()
+	r, ok := (*race[T])(nil), false
+	if e := s.free; e != nil {
+		if r, ok = e.r.(*race[T]); ok {
+			s.free, e.next = e.next, nil
+			s.nfree--
+		}
+	}
+	if !ok { // none kept, or one of another T (a hedge called with several types)
+		r = &race[T]{h: h}
+		r.entry.r = r
+	}
+	r.first, r.fn, r.errFn, r.discard, r.delay = first, fn, errFn, discard, delay
+	s.link(&r.entry, now, delay)
+	s.mu.Unlock()
+	return r, now
+}
+
+// leave takes the race out of its scheduler's queue once the first attempt returned, and
+// reports whether the scheduler ever took it (a hedge was due). When it did not, no hedge
+// started or will: the race is kept for another call, cleared of what it held (the scheduler
+// must not keep the call's context, function or first attempt alive). A race the scheduler
+// took is never reused: a hedge's goroutine may still hold it.
+func (r *race[T]) leave() (taken bool) {
+	s := &r.h.sched
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.entry.queued {
+		s.unlink(&r.entry)
+	}
+	if r.entry.taken {
+		return true
+	}
+	r.first, r.fn, r.errFn, r.discard = nil, nil, nil, nil
+	if s.nfree < maxFree {
+		r.entry.next, s.free = s.free, &r.entry
+		s.nfree++
+	}
+	return false
+}
+
+// run runs the first attempt, which started at start, and returns the call's result.
+func (r *race[T]) run(start time.Duration) (T, error) {
 	returned := false
 	defer func() {
 		if !returned { // the first attempt panicked: end the race, let the panic go on
@@ -84,8 +128,7 @@ func (r *race[T]) decide() {
 // firstDone decides the call once the first attempt has returned, waits for the hedges and
 // returns the accepted result: a hedge's, or else the first attempt's.
 func (r *race[T]) firstDone(v T, err error) (T, error) {
-	if !r.h.sched.remove(&r.entry) { // no hedge was due: none started, none will
-		r.release()
+	if !r.leave() { // no hedge was due: none started, none will
 		return v, err
 	}
 	r.mu.Lock()
@@ -107,23 +150,6 @@ func (r *race[T]) firstDone(v T, err error) (T, error) {
 		return r.v, r.err
 	}
 	return v, err
-}
-
-// getRace returns a race for a call of h, from h's pool when it holds one of type T.
-func getRace[T any](h *Hedge) *race[T] {
-	r, ok := h.pool.Get().(*race[T])
-	if !ok { // empty, or a race of another T (a hedge called with several types): let it go
-		r = &race[T]{h: h}
-		r.entry.r = r
-	}
-	return r
-}
-
-// release gives back to the pool a race no hedge was started for. What it held is cleared:
-// the pool must not keep the call's context, function or first attempt alive.
-func (r *race[T]) release() {
-	r.first, r.fn, r.errFn, r.discard = nil, nil, nil, nil
-	r.h.pool.Put(r)
 }
 
 // drop hands a value the call does not return to the discard function.

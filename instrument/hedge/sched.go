@@ -24,7 +24,13 @@ type scheduler struct {
 	head, tail *entry
 	armed      bool        // the timer will fire and look at the queue
 	rt         *time.Timer // the wall clock's timer, reset each time
+	free       *entry      // the races of calls that started no hedge, for reuse (through next)
+	nfree      int
 }
+
+// maxFree bounds the races a scheduler keeps for reuse: more than that many calls at once
+// allocate their race.
+const maxFree = 256
 
 // entry is a call in the scheduler's queue. Its fields are guarded by the scheduler's mu.
 type entry struct {
@@ -38,6 +44,12 @@ type entry struct {
 // add queues e, due delay after now.
 func (s *scheduler) add(e *entry, now, delay time.Duration) {
 	s.mu.Lock()
+	s.link(e, now, delay)
+	s.mu.Unlock()
+}
+
+// link queues e, due delay after now, and arms the timer if it is not. Called with mu held.
+func (s *scheduler) link(e *entry, now, delay time.Duration) {
 	e.due, e.queued = now+delay, true
 	e.prev, e.next = s.tail, nil
 	if s.tail != nil {
@@ -50,19 +62,15 @@ func (s *scheduler) add(e *entry, now, delay time.Duration) {
 		s.armed = true
 		s.arm(delay)
 	}
-	s.mu.Unlock()
 }
 
-// remove takes e out of the queue, if it is there, and reports whether the scheduler ever took
-// it: when it did not, no hedge of e's call started or will start.
-func (s *scheduler) remove(e *entry) (taken bool) {
+// remove takes e out of the queue, if it is there.
+func (s *scheduler) remove(e *entry) {
 	s.mu.Lock()
 	if e.queued {
 		s.unlink(e)
 	}
-	taken = e.taken
 	s.mu.Unlock()
-	return taken
 }
 
 // unlink takes e out of the queue. Called with mu held.

@@ -30,9 +30,11 @@
 //
 // The function must return promptly once its context is cancelled: that is how losing attempts
 // stop. The first attempt runs on the caller's goroutine; hedges run on goroutines of their own
-// and end when their function returns. A call that ends before the delay costs one small
-// allocation (its first attempt's context, cancelable on demand), a pooled timer armed and
-// stopped, and a few atomic adds: no goroutine, no channel.
+// and end when their function returns. The calls of a hedge share one timer: they wait for
+// their hedge in a queue in the order they are due, and the timer fires for the head. A call
+// that ends before the delay costs one small allocation (its first attempt's context,
+// cancelable on demand), one clock read (three with an adaptive delay), joining and leaving the
+// queue under its lock, and a few atomic adds: no goroutine, no channel, no timer of its own.
 package hedge
 
 import (

@@ -72,3 +72,32 @@ func TestCallsThatEndInTimeArmNoTimer(t *testing.T) {
 func hedge10ms() hedge.Config {
 	return hedge.Config{Delay: 10 * time.Millisecond, Idempotent: true, Budget: grantAll{}}
 }
+
+// TestACallMadeAfterTheDelayShrankWaitsBehindOlderCalls: the queue is in the order the calls
+// joined; a call that joins with a shorter delay than an older call waiting (the adaptive delay
+// just moved down) is hedged with that older call — late by at most the difference of the two
+// delays, and never early.
+func TestACallMadeAfterTheDelayShrankWaitsBehindOlderCalls(t *testing.T) {
+	h, clk := newHedge(t, hedge.Config{Idempotent: true, Window: 40, MinDelay: time.Millisecond, Budget: grantAll{}})
+	warm(t, h, clk, repeat(40*time.Millisecond, 20))
+	long := h.Snapshot().Delay
+	require.GreaterOrEqual(t, long, 40*time.Millisecond)
+	a := newScript(blockUntilCancelled, answer("a2"))
+	resA := callAsync(context.Background(), h, a)
+	<-a.started
+
+	warm(t, h, clk, repeat(100*time.Microsecond, 40)) // 4 ms later, the delay is down to the floor
+	require.Equal(t, time.Millisecond, h.Snapshot().Delay)
+	b := newScript(blockUntilCancelled, answer("b2"))
+	resB := callAsync(context.Background(), h, b)
+	<-b.started
+	clk.Advance(time.Millisecond) // b's own delay
+	assert.Len(t, b.started, 0, "b waits behind a, queued with the longer delay")
+	clk.Advance(long - 5*time.Millisecond - time.Nanosecond)
+	assert.Len(t, a.started, 0)
+	assert.Len(t, b.started, 0)
+	clk.Advance(time.Nanosecond) // a is due: b, overdue, goes with it
+	assert.Equal(t, "a2", (<-resA).v)
+	assert.Equal(t, "b2", (<-resB).v)
+	assert.Equal(t, map[string]uint64{"calls": 62, "won": 2}, outcomes(h))
+}

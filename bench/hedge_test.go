@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,14 +82,17 @@ func (v *hedgeVariant) block(n int) {
 	wg.Wait()
 }
 
-// report reports v's p50 and p99 call latency and the extra attempts hedging added, in percent
-// of the calls, and returns the p99 and the extra load.
+// report reports v's p50 and p99 call latency, the share of calls that took more than half the
+// straggler latency (stragglers no hedge rescued, in percent) and the extra attempts hedging
+// added, in percent of the calls, and returns the p99 and the extra load.
 func (v *hedgeVariant) report(b *testing.B) (p99, extra float64) {
 	slices.Sort(v.lat)
 	q := func(p float64) float64 { return float64(v.lat[int(p*float64(len(v.lat)-1))]) / 1e6 }
 	p99 = q(0.99)
 	extra = 100 * (float64(v.s.attempts.Load())/float64(len(v.lat)) - 1)
+	slow := len(v.lat) - sort.Search(len(v.lat), func(i int) bool { return v.lat[i] > v.s.slow/2 })
 	b.ReportMetric(q(0.50), v.name+"_p50_ms")
+	b.ReportMetric(100*float64(slow)/float64(len(v.lat)), v.name+"_slow_%")
 	b.ReportMetric(p99, v.name+"_p99_ms")
 	b.ReportMetric(extra, v.name+"_extra_%")
 	return p99, extra
@@ -137,32 +141,118 @@ func BenchmarkHedgeStragglers(b *testing.B) {
 	b.ReportMetric(float64(h.Snapshot().Delay)/1e6, "ours_delay_ms")
 }
 
-// BenchmarkHedgeNoneFires is the cost of a call that answers before the hedge delay, against
-// the plain call and failsafe-go's hedge policy.
-func BenchmarkHedgeNoneFires(b *testing.B) {
+// noneFiresVariants are the ways of making a call that answers at once, which no hedge fires
+// for: directly, the floor of any per-call timer (the call plus one wall-clock timer armed and
+// stopped), stormwatch's hedge with a fixed delay and with an adaptive one (both 1 s, never
+// reached), and failsafe-go's hedge policy (1 s).
+func noneFiresVariants(b *testing.B) []noneFires {
 	fn := func(context.Context) error { return nil }
+	timer := time.AfterFunc(time.Hour, func() {})
+	timer.Stop()
+	fixed, err := hedge.New("fixed", hedge.Config{Delay: time.Second, Idempotent: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	adaptive, err := hedge.New("adaptive", hedge.Config{MinDelay: time.Second, Idempotent: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 200 { // past the adaptive delay's warm-up
+		_ = adaptive.Do(context.Background(), fn)
+	}
+	ex := failsafe.With[any](hedgepolicy.NewWithDelay[any](time.Second))
+	return []noneFires{
+		{"direct", func(ctx context.Context) { _ = fn(ctx) }},
+		{"timer_floor", func(ctx context.Context) { timer.Reset(time.Second); _ = fn(ctx); timer.Stop() }},
+		{"stormwatch", func(ctx context.Context) { _ = fixed.Do(ctx, fn) }},
+		{"stormwatch_adaptive", func(ctx context.Context) { _ = adaptive.Do(ctx, fn) }},
+		{"failsafe-go", func(ctx context.Context) {
+			_ = ex.WithContext(ctx).RunWithExecution(func(exec failsafe.Execution[any]) error { return fn(exec.Context()) })
+		}},
+	}
+}
+
+type noneFires struct {
+	name string
+	call func(context.Context)
+}
+
+// BenchmarkHedgeNoneFires is the cost of a call that answers before the hedge delay, each way
+// in a sub-benchmark of its own (for its allocations).
+func BenchmarkHedgeNoneFires(b *testing.B) {
 	ctx := context.Background()
-	b.Run("plain", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = fn(ctx)
-		}
+	for _, v := range noneFiresVariants(b) {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v.call(ctx)
+			}
+		})
+	}
+}
+
+// BenchmarkHedgeClosedPathOverhead measures the closed-path overhead: what a call that no hedge
+// fires for costs more than the same call made directly, in the same run. Every way of calling
+// makes b.N calls in blocks of 256 that take turns, each block timed on its own; a way's cost is
+// the median of its blocks' ns per call — a block the machine interrupted (another process, a
+// GC cycle) is an outlier the median leaves out, so the figure is the path's own cost even on a
+// shared machine. It reports each way's median (*_ns) and ours minus direct (*_overhead_ns).
+func BenchmarkHedgeClosedPathOverhead(b *testing.B) {
+	med := medianOfBlocks(b, noneFiresVariants(b))
+	for _, name := range []string{"timer_floor", "stormwatch", "stormwatch_adaptive", "failsafe-go"} {
+		b.ReportMetric(med[name]-med["direct"], name+"_overhead_ns")
+	}
+}
+
+// BenchmarkHedgeClosedPathParts measures, the same way, what the closed path is made of: a
+// monotonic clock read, an uncontended lock taken and released, a 48-byte allocation with
+// pointers (the first attempt's context), and an atomic add.
+func BenchmarkHedgeClosedPathParts(b *testing.B) {
+	start := time.Now()
+	var mu sync.Mutex
+	var n atomic.Int64
+	type ctxLike struct {
+		parent context.Context
+		inner  *context.Context
+		mu     sync.Mutex
+		cancel context.CancelFunc
+	}
+	var sinkD time.Duration
+	var sinkP *ctxLike
+	medianOfBlocks(b, []noneFires{
+		{"direct", func(context.Context) {}},
+		{"clock_read", func(context.Context) { sinkD += time.Since(start) }},
+		{"lock_unlock", func(context.Context) { mu.Lock(); mu.Unlock() }},
+		{"alloc_48B", func(ctx context.Context) { sinkP = &ctxLike{parent: ctx} }},
+		{"atomic_add", func(context.Context) { n.Add(1) }},
 	})
-	b.Run("failsafe-go", func(b *testing.B) {
-		ex := failsafe.With[any](hedgepolicy.NewWithDelay[any](time.Second))
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = ex.RunWithExecution(func(exec failsafe.Execution[any]) error { return fn(exec.Context()) })
+	_, _ = sinkD, sinkP
+}
+
+// medianOfBlocks makes b.N calls each way in blocks of 256 that take turns, times every block,
+// reports each way's median ns per call (*_ns) and returns them by name.
+func medianOfBlocks(b *testing.B, variants []noneFires) map[string]float64 {
+	const block = 256
+	ctx := context.Background()
+	per := make([][]float64, len(variants))
+	b.ResetTimer()
+	for done, round := 0, 0; done < b.N; done, round = done+block, round+1 {
+		n := min(block, b.N-done)
+		for k := range variants {
+			i := (k + round) % len(variants)
+			start := time.Now()
+			for range n {
+				variants[i].call(ctx)
+			}
+			per[i] = append(per[i], float64(time.Since(start))/float64(n))
 		}
-	})
-	b.Run("stormwatch", func(b *testing.B) {
-		h, err := hedge.New("fast", hedge.Config{Delay: time.Second, Idempotent: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = h.Do(ctx, fn)
-		}
-	})
+	}
+	b.StopTimer()
+	med := make(map[string]float64, len(variants))
+	for i, v := range variants {
+		slices.Sort(per[i])
+		med[v.name] = per[i][len(per[i])/2]
+		b.ReportMetric(med[v.name], v.name+"_ns")
+	}
+	return med
 }

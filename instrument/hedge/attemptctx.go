@@ -24,8 +24,6 @@ type attemptCtx struct {
 	cancelled atomic.Bool        // a hedge won: the attempt is cancelled (set with mu held)
 }
 
-func (c *attemptCtx) init(parent context.Context) { c.parent = parent }
-
 // ctx returns the inner context, making it on first use.
 func (c *attemptCtx) ctx() context.Context {
 	if p := c.inner.Load(); p != nil {

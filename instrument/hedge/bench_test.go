@@ -37,6 +37,23 @@ func BenchmarkNoHedgeFires(b *testing.B) {
 	}
 }
 
+// BenchmarkNoHedgeFiresParallel is BenchmarkNoHedgeFires from every core at once: the calls
+// share the hedge's scheduler.
+func BenchmarkNoHedgeFiresParallel(b *testing.B) {
+	h, err := hedge.New("payments", hedge.Config{Delay: time.Second, Idempotent: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			_ = h.Do(ctx, fn)
+		}
+	})
+}
+
 // BenchmarkPlainCall is the same call without a hedge.
 func BenchmarkPlainCall(b *testing.B) {
 	ctx := context.Background()

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,13 +16,14 @@ import (
 // answers first cuts the first attempt short. It returns the p99 call latency, the share of
 // calls hedged and the share of calls made while the delay was at most maxDelay.
 func simulate(e *estimator, n int, draw func() time.Duration, maxDelay time.Duration) (p99 time.Duration, hedged, low float64) {
-	b := newOwnBudget(DefaultMaxExtraRatio)
+	var calls atomic.Uint64
+	b := newOwnBudget(DefaultMaxExtraRatio, &calls)
 	lat := make([]time.Duration, 0, n)
 	hedges, lows := 0, 0
 	for range n {
 		l1 := draw()
 		d, ok := e.current()
-		b.deposit()
+		calls.Add(1)
 		if ok && d <= maxDelay {
 			lows++
 		}

@@ -30,9 +30,11 @@
 //
 // The function must return promptly once its context is cancelled: that is how losing attempts
 // stop. The first attempt runs on the caller's goroutine; hedges run on goroutines of their own
-// and end when their function returns. A call that ends before the delay costs one small
-// allocation (its first attempt's context, cancelable on demand), a pooled timer armed and
-// stopped, and a few atomic adds: no goroutine, no channel.
+// and end when their function returns. The calls of a hedge share one timer: they wait for
+// their hedge in a queue in the order they are due, and the timer fires for the head. A call
+// that ends before the delay costs one small allocation (its first attempt's context,
+// cancelable on demand), one clock read (three with an adaptive delay), joining and leaving the
+// queue under its lock, and a few atomic adds: no goroutine, no channel, no timer of its own.
 package hedge
 
 import (
@@ -148,12 +150,13 @@ type Hedge struct {
 	clk        clock.Clock
 	accept     func(error) bool
 	budget     Budget
-	own        *ownBudget // the budget of its own when Config.Budget is nil, else nil
 	delay      *estimator // nil for a fixed delay
 	calls      atomic.Uint64
 	outcomes   [catalog.NumHedgeOutcomes]atomic.Uint64
+	sched      scheduler
+	base       time.Time // the origin of mono
 	idempotent bool
-	realClock  bool // the wall clock: a call's first hedge uses a pooled timer
+	realClock  bool // the wall clock: mono reads only its monotonic part
 }
 
 // New returns a hedge called name (usually the dependency) configured by cfg.
@@ -171,12 +174,13 @@ func New(name string, cfg Config) (*Hedge, error) {
 		idempotent: cfg.Idempotent,
 	}
 	_, h.realClock = h.clk.(clock.Real)
+	h.base = h.clk.Now()
+	h.sched.h = h
 	if cfg.Accept == nil {
 		h.accept = Acceptable
 	}
 	if h.budget == nil {
-		h.own = newOwnBudget(cfg.MaxExtraRatio)
-		h.budget = h.own
+		h.budget = newOwnBudget(cfg.MaxExtraRatio, &h.calls)
 	}
 	if cfg.Delay == 0 {
 		h.delay = newEstimator(cfg.Quantile, cfg.MinDelay, cfg.Window)
@@ -260,13 +264,16 @@ func (h *Hedge) Snapshot() Snapshot {
 func (h *Hedge) Do(ctx context.Context, fn func(context.Context) error) error {
 	delay, ok := h.enter(ctx)
 	if !ok {
-		start := h.now()
+		if h.delay == nil {
+			return fn(ctx)
+		}
+		start := h.mono()
 		err := fn(ctx)
 		h.observe(start, false)
 		return err
 	}
-	r := &race[struct{}]{h: h, parent: ctx, errFn: fn}
-	_, err := r.run(delay)
+	r, start := startRace[struct{}](h, ctx, delay, nil, fn, nil)
+	_, err := r.run(start)
 	return err
 }
 
@@ -281,40 +288,39 @@ func Call[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, err
 func CallWith[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), discard func(T)) (T, error) {
 	delay, ok := h.enter(ctx)
 	if !ok {
-		start := h.now()
+		if h.delay == nil {
+			return fn(ctx)
+		}
+		start := h.mono()
 		v, err := fn(ctx)
 		h.observe(start, false)
 		return v, err
 	}
-	r := &race[T]{h: h, parent: ctx, fn: fn, discard: discard}
-	return r.run(delay)
+	r, start := startRace(h, ctx, delay, fn, nil, discard)
+	return r.run(start)
 }
 
 // enter counts a call and returns its hedge delay, and whether it is hedged: idempotent, with
 // a delay known.
 func (h *Hedge) enter(ctx context.Context) (time.Duration, bool) {
-	h.calls.Add(1)
-	if h.own != nil {
-		h.own.deposit()
-	}
+	h.calls.Add(1) // a deposit in the hedge's own budget, if it has one
 	d, ok := h.currentDelay()
 	return d, ok && h.hedgeable(ctx)
 }
 
-// now is the start time of a first attempt: the zero time for a fixed delay, which needs none.
-func (h *Hedge) now() time.Time {
-	if h.delay == nil {
-		return time.Time{}
+// mono returns the time on the hedge's clock since the hedge was made. On the wall clock it
+// reads the monotonic clock only (half a time.Now).
+func (h *Hedge) mono() time.Duration {
+	if h.realClock {
+		return time.Since(h.base)
 	}
-	return h.clk.Now()
+	return h.clk.Now().Sub(h.base)
 }
 
-// observe feeds a first attempt's latency to the adaptive delay; cut says a hedge won and
-// cancelled the attempt.
-func (h *Hedge) observe(start time.Time, cut bool) {
-	if h.delay != nil {
-		h.delay.observe(h.clk.Now().Sub(start), cut)
-	}
+// observe feeds the latency of a first attempt that started at start (on [Hedge.mono]) to the
+// adaptive delay; cut says a hedge won and cancelled the attempt. Only for an adaptive delay.
+func (h *Hedge) observe(start time.Duration, cut bool) {
+	h.delay.observe(h.mono()-start, cut)
 }
 
 func (h *Hedge) count(o catalog.HedgeOutcome) { h.outcomes[o].Add(1) }

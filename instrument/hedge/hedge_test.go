@@ -106,8 +106,9 @@ func TestNoHedgeWhenTheFirstAttemptAnswersInTime(t *testing.T) {
 	v, err := hedge.Call(context.Background(), h, s.fn)
 	require.NoError(t, err)
 	assert.Equal(t, "a", v)
-	assert.Equal(t, 0, clk.Timers(), "the hedge timer is stopped when the call ends")
+	assert.Equal(t, 1, clk.Timers(), "the scheduler's one timer stays armed: a call that ends only leaves its queue")
 	clk.Advance(time.Second)
+	assert.Equal(t, 0, clk.Timers(), "the timer fired once, found no call due and was not re-armed")
 	assert.Equal(t, int32(1), s.n.Load(), "no hedge starts after the call")
 	assert.Equal(t, map[string]uint64{"calls": 1}, outcomes(h))
 }
@@ -203,9 +204,12 @@ func TestAFailedFirstAttemptWaitsForTheHedge(t *testing.T) {
 func TestAFastFailureIsNotHedged(t *testing.T) {
 	h, clk := newHedge(t, hedge.Config{Delay: 50 * time.Millisecond, Idempotent: true})
 	boom := errors.New("refused")
-	_, err := hedge.Call(context.Background(), h, newScript(fail(boom)).fn)
+	s := newScript(fail(boom))
+	_, err := hedge.Call(context.Background(), h, s.fn)
 	assert.ErrorIs(t, err, boom, "retrying failures is the retry's job")
+	clk.Advance(time.Second)
 	assert.Equal(t, 0, clk.Timers())
+	assert.Equal(t, int32(1), s.n.Load(), "no hedge starts after the call")
 	assert.Equal(t, map[string]uint64{"calls": 1}, outcomes(h))
 }
 

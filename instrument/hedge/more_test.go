@@ -271,10 +271,10 @@ func TestTheWinnersContextStaysLive(t *testing.T) {
 	}
 }
 
-// TestTheWallClockTimersArePooled: on the wall clock a call's first hedge uses a pooled timer:
-// a call that ends before the delay stops it and gives it back, and a timer that fired starts
-// its own call's hedge only — never another call's.
-func TestTheWallClockTimersArePooled(t *testing.T) {
+// TestTheWallClockSchedulerStartsOnlyItsOwnCallsHedges: on the wall clock, calls that end
+// before the delay give their race back to the hedge's pool and hedged calls do not; a hedge
+// that starts is its own call's — never another's, whose race the pool handed on.
+func TestTheWallClockSchedulerStartsOnlyItsOwnCallsHedges(t *testing.T) {
 	slow, err := hedge.New("slow", hedge.Config{Delay: time.Hour, Idempotent: true})
 	require.NoError(t, err)
 	for range 1000 {
@@ -297,7 +297,7 @@ func TestTheWallClockTimersArePooled(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, i, v, "the call's own hedge answered")
 		require.Equal(t, int32(2), n.Load())
-		// interleave calls that end before their delay, so fired and stopped timers mix
+		// interleave calls that end before their delay, so pooled and hedged races mix
 		require.NoError(t, slow.Do(context.Background(), func(context.Context) error { return nil }))
 	}
 	sn := fast.Snapshot()

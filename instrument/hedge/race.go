@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/stormwatch-go/stormwatch/catalog"
-	"github.com/stormwatch-go/stormwatch/instrument/clock"
 )
 
 // race is one hedged call: the first attempt on the caller's goroutine, hedges on goroutines of
@@ -16,23 +14,22 @@ import (
 // hedge it started has ended (and been counted), so no attempt outlives its call. The fields
 // below mu are guarded by it.
 //
-// A call that ends before its delay costs this one allocation (the first attempt's context is
-// part of it, and must stay valid after the call: a result may still read through it) and, on
-// the wall clock, a pooled timer: no goroutine, no channel, no cancelable context.
+// A call that ends before its delay reuses a race its hedge's scheduler kept, and allocates
+// only its first attempt's context (it must stay valid after the call: a result may still read
+// through it); it reads the clock once and takes the scheduler's lock twice (to join its queue
+// and to leave it): no goroutine, no channel, no timer of its own, no cancelable context, and
+// the race's mu is never taken.
 type race[T any] struct {
-	first   attemptCtx // the first attempt's context
+	first   *attemptCtx // the first attempt's context
+	entry   entry       // the call in the hedge's scheduler queue
 	h       *Hedge
-	parent  context.Context
 	fn      func(context.Context) (T, error) // nil when errFn is set
 	errFn   func(context.Context) error      // Do's function (saves a closure per call)
 	discard func(T)                          // receives the values the call does not return; may be nil
 	delay   time.Duration
-	self    launcher       // the race as what a pooled timer launches
 	hedges  sync.WaitGroup // hedges started and not yet counted
 
 	mu       sync.Mutex
-	pooled   *hedgeTimer          // the armed pooled timer of the first hedge, or nil
-	timer    clock.Timer          // else the next hedge's timer
 	cancels  []context.CancelFunc // one per hedge started
 	started  int                  // hedges started
 	closed   bool                 // no further hedge may start
@@ -42,40 +39,57 @@ type race[T any] struct {
 	err      error
 }
 
-// launcher is what a timer starts a hedge of.
-type launcher struct{ r interface{ launch() } }
-
-type atomicLauncher = atomic.Pointer[launcher]
-
-// hedgeTimer is a reusable wall-clock timer: a call arms it for its first hedge and gives it
-// back when it stops it before it fired (a fired one is left to the collector: its function
-// may still be running).
-type hedgeTimer struct {
-	t      *time.Timer
-	target atomicLauncher
-}
-
-var timerPool = sync.Pool{New: func() any {
-	ht := &hedgeTimer{}
-	ht.t = time.AfterFunc(time.Hour, ht.fire)
-	ht.t.Stop()
-	return ht
-}}
-
-func (ht *hedgeTimer) fire() {
-	if l := ht.target.Load(); l != nil {
-		l.r.launch()
+// startRace takes a race for a call of h — one its scheduler keeps for reuse, when it has one
+// of type T, or a new one — fills it in and queues it for a hedge after delay. It returns the
+// race and the call's start.
+func startRace[T any](h *Hedge, parent context.Context, delay time.Duration,
+	fn func(context.Context) (T, error), errFn func(context.Context) error, discard func(T)) (*race[T], time.Duration) {
+	first := &attemptCtx{parent: parent}
+	now := h.mono()
+	s := &h.sched
+	s.mu.Lock()
+	r, ok := (*race[T])(nil), false
+	if e := s.free; e != nil {
+		if r, ok = e.r.(*race[T]); ok {
+			s.free, e.next = e.next, nil
+			s.nfree--
+		}
 	}
+	if !ok { // none kept, or one of another T (a hedge called with several types)
+		r = &race[T]{h: h}
+		r.entry.r = r
+	}
+	r.first, r.fn, r.errFn, r.discard, r.delay = first, fn, errFn, discard, delay
+	s.link(&r.entry, now, delay)
+	s.mu.Unlock()
+	return r, now
 }
 
-// run runs the first attempt with a hedge scheduled after delay, and returns the call's result.
-func (r *race[T]) run(delay time.Duration) (T, error) {
-	r.delay = delay
-	r.first.init(r.parent)
-	r.mu.Lock()
-	r.arm()
-	r.mu.Unlock()
-	start := r.h.now()
+// leave takes the race out of its scheduler's queue once the first attempt returned, and
+// reports whether the scheduler ever took it (a hedge was due). When it did not, no hedge
+// started or will: the race is kept for another call, cleared of what it held (the scheduler
+// must not keep the call's context, function or first attempt alive). A race the scheduler
+// took is never reused: a hedge's goroutine may still hold it.
+func (r *race[T]) leave() (taken bool) {
+	s := &r.h.sched
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.entry.queued {
+		s.unlink(&r.entry)
+	}
+	if r.entry.taken {
+		return true
+	}
+	r.first, r.fn, r.errFn, r.discard = nil, nil, nil, nil
+	if s.nfree < maxFree {
+		r.entry.next, s.free = s.free, &r.entry
+		s.nfree++
+	}
+	return false
+}
+
+// run runs the first attempt, which started at start, and returns the call's result.
+func (r *race[T]) run(start time.Duration) (T, error) {
 	returned := false
 	defer func() {
 		if !returned { // the first attempt panicked: end the race, let the panic go on
@@ -83,38 +97,12 @@ func (r *race[T]) run(delay time.Duration) (T, error) {
 			r.hedges.Wait()
 		}
 	}()
-	v, err := r.call(&r.first)
+	v, err := r.call(r.first)
 	returned = true
-	r.h.observe(start, r.first.wasCancelled())
+	if r.h.delay != nil {
+		r.h.observe(start, r.first.wasCancelled())
+	}
 	return r.firstDone(v, err)
-}
-
-// arm schedules the next hedge: on the wall clock with a pooled timer for the first one.
-func (r *race[T]) arm() {
-	if r.started == 0 && r.h.realClock {
-		ht := timerPool.Get().(*hedgeTimer)
-		r.self.r = r
-		ht.target.Store(&r.self)
-		r.pooled = ht
-		ht.t.Reset(r.delay)
-		return
-	}
-	r.timer = clock.AfterFunc(r.h.clk, r.delay, r.launch)
-}
-
-// stopTimer keeps the armed timer from starting a hedge. Called with mu held.
-func (r *race[T]) stopTimer() {
-	if ht := r.pooled; ht != nil {
-		r.pooled = nil
-		if ht.t.Stop() {
-			ht.target.Store(nil)
-			timerPool.Put(ht)
-		}
-		return
-	}
-	if r.timer != nil {
-		r.timer.Stop()
-	}
 }
 
 // call runs the function of the call once.
@@ -130,7 +118,7 @@ func (r *race[T]) call(ctx context.Context) (T, error) {
 func (r *race[T]) decide() {
 	r.mu.Lock()
 	r.closed, r.decided = true, true
-	r.stopTimer()
+	r.h.sched.remove(&r.entry)
 	for _, c := range r.cancels {
 		c()
 	}
@@ -140,15 +128,18 @@ func (r *race[T]) decide() {
 // firstDone decides the call once the first attempt has returned, waits for the hedges and
 // returns the accepted result: a hedge's, or else the first attempt's.
 func (r *race[T]) firstDone(v T, err error) (T, error) {
+	if !r.leave() { // no hedge was due: none started, none will
+		return v, err
+	}
 	r.mu.Lock()
 	r.closed = true
-	r.stopTimer()
+	r.h.sched.remove(&r.entry) // a hedge that started may have queued the next
 	hedged := r.started > 0
 	r.mu.Unlock()
 	if !hedged {
 		return v, err
 	}
-	if r.h.accept(err) || r.parent.Err() != nil { // accepted, or the caller left
+	if r.h.accept(err) || r.first.parent.Err() != nil { // accepted, or the caller left
 		r.decide() // a no-op on the outcome when a hedge had won already
 	}
 	r.hedges.Wait() // a failed first attempt waits for the hedges: one of them may answer
@@ -168,11 +159,10 @@ func (r *race[T]) drop(v T) {
 	}
 }
 
-// launch starts a hedge when the timer fires, unless the call is decided or the budget refuses.
-// It runs on the timer's goroutine and runs the hedge there.
+// launch starts a hedge when the scheduler finds it due, unless the call is decided or the
+// budget refuses, and runs the hedge on the goroutine it was called on.
 func (r *race[T]) launch() {
 	r.mu.Lock()
-	r.pooled = nil // it fired: it is not reused
 	if r.closed {
 		r.mu.Unlock()
 		return
@@ -182,13 +172,13 @@ func (r *race[T]) launch() {
 		r.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(r.parent)
+	ctx, cancel := context.WithCancel(r.first.parent)
 	idx := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
 	r.started++
 	r.hedges.Add(1)
 	if r.started < r.h.cfg.MaxHedges {
-		r.arm()
+		r.h.sched.add(&r.entry, r.h.mono(), r.delay)
 	}
 	r.mu.Unlock()
 	defer r.hedges.Done()
@@ -215,14 +205,14 @@ func (r *race[T]) hedgeDone(idx int, v T, err error) (won bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case r.decided || r.parent.Err() != nil: // another attempt won, or the caller left
+	case r.decided || r.first.parent.Err() != nil: // another attempt won, or the caller left
 		r.h.count(catalog.HedgeCancelled)
 		r.drop(v)
 	case r.h.accept(err):
 		r.h.count(catalog.HedgeWon)
 		r.decided, r.closed, r.hedgeWon = true, true, true
 		r.v, r.err = v, err
-		r.stopTimer()
+		r.h.sched.remove(&r.entry)
 		r.first.cancelAttempt()
 		for i, c := range r.cancels {
 			if i != idx {

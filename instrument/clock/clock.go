@@ -183,9 +183,20 @@ func (f *Fake) Timers() int {
 // has started waiting — or until done is closed; it reports whether n timers were reached. Tests
 // use it instead of sleeping.
 func (f *Fake) WaitForTimers(n int, done <-chan struct{}) bool {
+	return f.waitTimers(func(pending int) bool { return pending >= n }, done)
+}
+
+// WaitForTimersAtMost blocks until at most n timers are pending — that is, until goroutines the
+// code under test left behind (a cancelled attempt, say) have stopped theirs — or until done is
+// closed; it reports whether the count came down to n.
+func (f *Fake) WaitForTimersAtMost(n int, done <-chan struct{}) bool {
+	return f.waitTimers(func(pending int) bool { return pending <= n }, done)
+}
+
+func (f *Fake) waitTimers(reached func(pending int) bool, done <-chan struct{}) bool {
 	for {
 		f.mu.Lock()
-		if len(f.timers) >= n {
+		if reached(len(f.timers)) {
 			f.mu.Unlock()
 			return true
 		}

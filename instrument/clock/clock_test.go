@@ -72,6 +72,22 @@ func TestWaitForTimers(t *testing.T) {
 	assert.False(t, f.WaitForTimers(5, done), "returns when done closes")
 }
 
+func TestWaitForTimersAtMost(t *testing.T) {
+	f := NewFake(t0)
+	tm := f.NewTimer(time.Minute)
+	done := make(chan struct{})
+	assert.True(t, f.WaitForTimersAtMost(1, done), "one pending is at most one")
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); tm.Stop() }()
+	require.True(t, f.WaitForTimersAtMost(0, done), "returns once the other goroutine stopped it")
+	<-stopped
+	assert.Equal(t, 0, f.Timers())
+
+	f.NewTimer(time.Minute)
+	close(done)
+	assert.False(t, f.WaitForTimersAtMost(0, done), "returns when done closes")
+}
+
 func TestSetAndReal(t *testing.T) {
 	f := NewFake(t0)
 	f.Set(t0.Add(-time.Hour))

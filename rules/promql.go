@@ -73,7 +73,8 @@ func (r *resolved) rangeOf(series string) string { return series + "[" + r.windo
 func (r *resolved) rateOp() string { return "rate" + r.window() }
 
 // Recorded series the alerts use. Only the first level of each primitive reads raw counters
-// (one rate() per counter); every other rule and every alert builds on recorded series.
+// (one rate() per counter, two for the breaker's calls); every other rule and every alert
+// builds on recorded series.
 func (r *resolved) rec(extra []string, p catalog.Primitive, metric, ops string) string {
 	return r.recorded(extra, p, metric, ops)
 }
@@ -151,10 +152,13 @@ func (r *resolved) recImpact() string {
 // instant read of a recorded series does), so the rules write and read as few series per
 // dependency as the alerts' meaning allows. The rates of rare events (rejections, budget
 // refusals, the callers' failures and what fallbacks did not rescue), the by-kind rates and
-// the ratios are recorded only where they are not zero: every reader compares them above a
-// positive threshold, or falls back to a zero built from a series recorded at zero too (the
-// breaker's and the retry's calls, the retry's attempts, the callers' calls), so a healthy
-// dependency costs six recorded series and no alert reads most of them.
+// the trips are recorded only where they are not zero, and the ratios only where the events
+// they are about occur (the rescue ratio is 0 where retried calls were not rescued): every
+// reader compares them above a positive threshold, or falls back to a zero built from a series
+// recorded at zero too (the breaker's and the retry's calls, the retry's attempts, the
+// callers' calls), so a healthy dependency costs six recorded series and no alert reads most
+// of them. The breaker's total calls are a rate() of the raw counter (the by-kind rates may
+// all be absent, and nothing of the breaker's is recorded at zero to fall back on).
 func (r *resolved) recordingRules() []Rule {
 	g, gi := r.by(false), r.by(true)
 	sum := func(by, expr string) string { return "sum by (" + by + ") (" + expr + ")" }

@@ -140,6 +140,15 @@ func alertsPage() ([]byte, error) {
 		p.f("- %s\n\n", code(r.Record))
 		p.f("  ```promql\n  %s\n  ```\n\n", strings.ReplaceAll(r.Expr, "\n", "\n  "))
 	}
+	p.line("The rates of rare events (the breaker's rejections, the budget's refusals, the callers' failures and")
+	p.line("what fallbacks did not rescue), the by-kind rates (`job_name_kind:…`) and the trips are recorded only")
+	p.line("where they are not zero, and the ratios only where the events they are about occur: the rejection and")
+	p.line("retry ratios where there are some, the rescue ratio where calls were retried (0 if none was rescued),")
+	p.line("the unrescued ratio where calls failed (0 if fallbacks answered them all). A healthy dependency costs")
+	p.line("Prometheus six recorded series: the breaker's and the retry's calls, one by-kind rate of each, the")
+	p.line("retry's attempts and the callers' calls. A reader that needs the zero writes")
+	p.line("`… or on (job, name) job_name:resilience_dependency_calls:rate5m * 0`.")
+	p.line("")
 
 	if err := sloSection(&p); err != nil {
 		return nil, err

@@ -438,7 +438,9 @@ and on (%[1]s)
 		summary: "A retry storm towards %s was contained.",
 		value:   valuePercent,
 		expr: func(r *resolved, s settings) string {
-			wanted := "(" + r.sel(r.recRetryAttempts()) + " + " + r.sel(r.recBudgetDenied()) + ")"
+			// The budget's refusals are recorded only where there are some.
+			attempts := r.sel(r.recRetryAttempts())
+			wanted := "(" + attempts + " + (" + r.sel(r.recBudgetDenied()) + " or on (" + r.by(false) + ") " + attempts + " * 0))"
 			return fmt.Sprintf("%[1]s\n/\n(%[2]s > 0)\n> %[3]s\nunless on (%[4]s)\n%[5]s > %[6]s",
 				r.floored(wanted), r.sel(r.recRetryCalls()), num(s.threshold), r.by(false), r.sel(r.recUnrescuedRatio()), num(containedMaxUnrescued))
 		},

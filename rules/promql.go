@@ -73,7 +73,8 @@ func (r *resolved) rangeOf(series string) string { return series + "[" + r.windo
 func (r *resolved) rateOp() string { return "rate" + r.window() }
 
 // Recorded series the alerts use. Only the first level of each primitive reads raw counters
-// (one rate() per counter); every other rule and every alert builds on recorded series.
+// (one rate() per counter, two for the breaker's calls); every other rule and every alert
+// builds on recorded series.
 func (r *resolved) rec(extra []string, p catalog.Primitive, metric, ops string) string {
 	return r.recorded(extra, p, metric, ops)
 }
@@ -145,6 +146,19 @@ func (r *resolved) recImpact() string {
 }
 
 // recordingRules are the rules of the stormwatch-recording group, dependencies first.
+//
+// What costs Prometheus at fleet scale is a series read or written per dependency and cycle
+// (a read decodes the series' head chunk: a rate() over a raw counter costs about what an
+// instant read of a recorded series does), so the rules write and read as few series per
+// dependency as the alerts' meaning allows. The rates of rare events (rejections, budget
+// refusals, the callers' failures and what fallbacks did not rescue), the by-kind rates and
+// the trips are recorded only where they are not zero, and the ratios only where the events
+// they are about occur (the rescue ratio is 0 where retried calls were not rescued): every
+// reader compares them above a positive threshold, or falls back to a zero built from a series
+// recorded at zero too (the breaker's and the retry's calls, the retry's attempts, the
+// callers' calls), so a healthy dependency costs six recorded series and no alert reads most
+// of them. The breaker's total calls are a rate() of the raw counter (the by-kind rates may
+// all be absent, and nothing of the breaker's is recorded at zero to fall back on).
 func (r *resolved) recordingRules() []Rule {
 	g, gi := r.by(false), r.by(true)
 	sum := func(by, expr string) string { return "sum by (" + by + ") (" + expr + ")" }
@@ -160,31 +174,38 @@ func (r *resolved) recordingRules() []Rule {
 	}
 	byKind, byCause := r.by(false, catalog.LabelKind), r.by(false, catalog.LabelCause)
 	S := r.sel
+	or := "\nor on (" + g + ")\n"
+	zero := func(rec string) string { return S(rec) + " * 0" } // 0 wherever rec is recorded
+	breakerFailed := kinds(r.recBreakerCallsByKind(), catalog.CallFailed, catalog.CallSlowFailed)
+	np, cbCalls, rcCalls := S(r.recBreakerNotPermitted()), S(r.recBreakerCalls()), S(r.recRetryCalls())
 	return []Rule{
-		{Record: r.recBreakerCallsByKind(), Expr: rate(byKind, catalog.BreakerCalls)},
-		{Record: r.recBreakerCalls(), Expr: sum(g, S(r.recBreakerCallsByKind()))},
-		{Record: r.recBreakerNotPermitted(), Expr: rate(g, catalog.BreakerNotPermitted)},
-		{Record: r.recBreakerRejectionRatio(), Expr: S(r.recBreakerNotPermitted()) + "\n/\n(" + S(r.recBreakerCalls()) + " + " + S(r.recBreakerNotPermitted()) + ")"},
-		{Record: r.recRetryCallsByKind(), Expr: rate(byKind, catalog.RetryCalls)},
-		{Record: r.recRetryCalls(), Expr: sum(g, S(r.recRetryCallsByKind()))},
+		{Record: r.recBreakerNotPermitted(), Expr: rate(g, catalog.BreakerNotPermitted) + " > 0"},
+		{Record: r.recBreakerCallsByKind(), Expr: rate(byKind, catalog.BreakerCalls) + " > 0"},
+		{Record: r.recBreakerCalls(), Expr: rate(g, catalog.BreakerCalls)},
+		{Record: r.recBreakerRejectionRatio(), Expr: np + "\n/\n(" + cbCalls + " + " + np + ")"},
 		{Record: r.recRetryAttempts(), Expr: rate(g, catalog.RetryAttempts)},
-		{Record: r.recBudgetDenied(), Expr: rate(g, catalog.RetryBudgetDenied)},
-		{Record: r.recRetryRate(), Expr: S(r.recRetryAttempts()) + "\n/\n" + S(r.recRetryCalls())},
-		{Record: r.recRescueRate(), Expr: kinds(r.recRetryCallsByKind(), catalog.RetrySuccessfulWithRetry) + "\n/\n" +
+		{Record: r.recRetryCallsByKind(), Expr: rate(byKind, catalog.RetryCalls) + " > 0"},
+		{Record: r.recRetryCalls(), Expr: sum(g, S(r.recRetryCallsByKind())) + or + zero(r.recRetryAttempts())},
+		{Record: r.recBudgetDenied(), Expr: rate(g, catalog.RetryBudgetDenied) + " > 0"},
+		{Record: r.recRetryRate(), Expr: "(" + S(r.recRetryAttempts()) + " > 0)\n/\n" + rcCalls},
+		{Record: r.recRescueRate(), Expr: "(\n  " + kinds(r.recRetryCallsByKind(), catalog.RetrySuccessfulWithRetry) + "\n  or on (" + g + ")\n  " +
+			kinds(r.recRetryCallsByKind(), catalog.RetryFailedWithRetry) + " * 0\n)\n/\n" +
 			kinds(r.recRetryCallsByKind(), catalog.RetrySuccessfulWithRetry, catalog.RetryFailedWithRetry)},
-		{Record: r.recBulkheadCallsByKind(), Expr: rate(byKind, catalog.BulkheadCalls)},
+		{Record: r.recBulkheadCallsByKind(), Expr: rate(byKind, catalog.BulkheadCalls) + " > 0"},
 		{Record: r.recBulkheadRejectionRatio(), Expr: kinds(r.recBulkheadCallsByKind(), catalog.AdmissionRejected) + "\n/\n" + sum(g, S(r.recBulkheadCallsByKind()))},
 		{Record: r.recFallbacksByCause(), Expr: rate(byCause, catalog.FallbackCalls)},
 		{Record: r.recFallbacks(), Expr: sum(g, S(r.recFallbacksByCause()))},
-		// The callers' view: the retry's final outcomes where there is a retry, else the breaker's.
-		{Record: r.recFailed(), Expr: kinds(r.recRetryCallsByKind(), catalog.RetryFailedWithoutRetry, catalog.RetryFailedWithRetry) +
-			"\nor on (" + g + ")\n" + kinds(r.recBreakerCallsByKind(), catalog.CallFailed, catalog.CallSlowFailed) + " + on (" + g + ") " + S(r.recBreakerNotPermitted())},
-		{Record: r.recCalls(), Expr: S(r.recRetryCalls()) + "\nor on (" + g + ")\n" + S(r.recBreakerCalls()) + " + on (" + g + ") " + S(r.recBreakerNotPermitted())},
+		// The callers' view: the retry's final outcomes where there is a retry, else the
+		// breaker's failed and rejected calls.
+		{Record: r.recFailed(), Expr: "(\n" + indent(kinds(r.recRetryCallsByKind(), catalog.RetryFailedWithoutRetry, catalog.RetryFailedWithRetry)+
+			or+zero(r.recRetryCalls())+
+			or+breakerFailed+" + on ("+g+") "+np+or+breakerFailed+or+np, "  ") + "\n) > 0"},
+		{Record: r.recCalls(), Expr: rcCalls + or + cbCalls + " + on (" + g + ") " + np + or + cbCalls},
 		{Record: r.recUnrescued(), Expr: "clamp_min(\n  " + S(r.recFailed()) + "\n  - on (" + g + ")\n  (" + S(r.recFallbacks()) + " or on (" + g + ") " + S(r.recFailed()) + " * 0),\n  0\n)"},
 		{Record: r.recUnrescuedRatio(), Expr: S(r.recUnrescued()) + "\n/\n(" + S(r.recCalls()) + " > 0)"},
 		{Record: r.recBreakerTrips(), Expr: sum(gi, "increase("+
 			r.sel(r.name(catalog.BreakerTransitions), eq(catalog.LabelFrom, catalog.StateClosed.String()), eq(catalog.LabelTo, catalog.StateOpen.String()))+
-			"["+FormatDuration(flappingWindow)+"])")},
+			"["+FormatDuration(flappingWindow)+"])") + " > 0"},
 		{Record: r.recImpact(), Expr: r.impactExpr(impactWindow)},
 	}
 }

@@ -156,15 +156,17 @@ func ruleFiles(paths []string, dir string) (files, labels []string, err error) {
 		return []string{p}, []string{"default generated rules"}, os.WriteFile(p, b, 0o644)
 	}
 	for _, p := range paths {
-		if strings.TrimSpace(p) == "none" { // no rules: what scraping alone costs
-			files, labels = append(files, ""), append(labels, "none")
-			continue
-		}
 		abs, err := filepath.Abs(strings.TrimSpace(p))
 		if err != nil {
 			return nil, nil, err
 		}
 		if _, err := os.Stat(abs); err != nil {
+			// No rules: what scraping alone costs. `make bench-fleet` makes every name absolute,
+			// so none also arrives as /some/dir/none (when no such file exists).
+			if strings.TrimSpace(p) == "none" || filepath.Base(abs) == "none" {
+				files, labels = append(files, ""), append(labels, "none")
+				continue
+			}
 			return nil, nil, err
 		}
 		files, labels = append(files, abs), append(labels, strings.TrimSpace(p))

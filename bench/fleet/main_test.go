@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,5 +25,33 @@ func TestParseFlags(t *testing.T) {
 		} else if !strings.Contains(msg.String(), bad[0]) {
 			t.Errorf("%v: the message %q does not name the flag", bad, msg.String())
 		}
+	}
+}
+
+// TestRuleFilesNone shows that none measures scraping alone whether it arrives as it is or made
+// absolute by `make bench-fleet`, that a file named none is read as a rule file, and that a
+// missing file is an error.
+func TestRuleFilesNone(t *testing.T) {
+	dir := t.TempDir()
+	rf := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rf, []byte("groups: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, labels, err := ruleFiles([]string{rf, "none", filepath.Join(dir, "none")}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(files, "|") != rf+"||" || strings.Join(labels, "|") != rf+"|none|none" {
+		t.Errorf("files %q, labels %q", files, labels)
+	}
+	named := filepath.Join(dir, "none")
+	if err := os.WriteFile(named, []byte("groups: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if files, _, err := ruleFiles([]string{named}, dir); err != nil || files[0] != named {
+		t.Errorf("a rule file named none: %q, %v", files, err)
+	}
+	if _, _, err := ruleFiles([]string{filepath.Join(dir, "missing.yaml")}, dir); err == nil {
+		t.Error("a missing rule file: no error")
 	}
 }

@@ -19,47 +19,47 @@
         "name": "stormwatch-recording",
         "rules": [
           {
-            "expr": "sum by (job, name, kind) (rate(resilience_circuitbreaker_calls_total[5m]))",
+            "expr": "sum by (job, name) (rate(resilience_circuitbreaker_not_permitted_calls_total[5m])) \u003e 0",
+            "record": "job_name:resilience_circuitbreaker_not_permitted_calls:rate5m"
+          },
+          {
+            "expr": "sum by (job, name, kind) (rate(resilience_circuitbreaker_calls_total[5m])) \u003e 0",
             "record": "job_name_kind:resilience_circuitbreaker_calls:rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_circuitbreaker_calls:rate5m)",
+            "expr": "sum by (job, name) (rate(resilience_circuitbreaker_calls_total[5m]))",
             "record": "job_name:resilience_circuitbreaker_calls:rate5m"
-          },
-          {
-            "expr": "sum by (job, name) (rate(resilience_circuitbreaker_not_permitted_calls_total[5m]))",
-            "record": "job_name:resilience_circuitbreaker_not_permitted_calls:rate5m"
           },
           {
             "expr": "job_name:resilience_circuitbreaker_not_permitted_calls:rate5m\n/\n(job_name:resilience_circuitbreaker_calls:rate5m + job_name:resilience_circuitbreaker_not_permitted_calls:rate5m)",
             "record": "job_name:resilience_circuitbreaker_not_permitted_per_attempted_calls:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name, kind) (rate(resilience_retry_calls_total[5m]))",
-            "record": "job_name_kind:resilience_retry_calls:rate5m"
-          },
-          {
-            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m)",
-            "record": "job_name:resilience_retry_calls:rate5m"
-          },
-          {
             "expr": "sum by (job, name) (rate(resilience_retry_attempts_total[5m]))",
             "record": "job_name:resilience_retry_attempts:rate5m"
           },
           {
-            "expr": "sum by (job, name) (rate(resilience_retry_budget_denied_total[5m]))",
+            "expr": "sum by (job, name, kind) (rate(resilience_retry_calls_total[5m])) \u003e 0",
+            "record": "job_name_kind:resilience_retry_calls:rate5m"
+          },
+          {
+            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m)\nor on (job, name)\njob_name:resilience_retry_attempts:rate5m * 0",
+            "record": "job_name:resilience_retry_calls:rate5m"
+          },
+          {
+            "expr": "sum by (job, name) (rate(resilience_retry_budget_denied_total[5m])) \u003e 0",
             "record": "job_name:resilience_retry_budget_denied:rate5m"
           },
           {
-            "expr": "job_name:resilience_retry_attempts:rate5m\n/\njob_name:resilience_retry_calls:rate5m",
+            "expr": "(job_name:resilience_retry_attempts:rate5m \u003e 0)\n/\njob_name:resilience_retry_calls:rate5m",
             "record": "job_name:resilience_retry_attempts_per_call:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=\"successful_with_retry\"})\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
+            "expr": "(\n  sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=\"successful_with_retry\"})\n  or on (job, name)\n  sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=\"failed_with_retry\"}) * 0\n)\n/\nsum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"successful_with_retry|failed_with_retry\"})",
             "record": "job_name:resilience_retry_rescued_per_retried_call:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name, kind) (rate(resilience_bulkhead_calls_total[5m]))",
+            "expr": "sum by (job, name, kind) (rate(resilience_bulkhead_calls_total[5m])) \u003e 0",
             "record": "job_name_kind:resilience_bulkhead_calls:rate5m"
           },
           {
@@ -75,11 +75,11 @@
             "record": "job_name:resilience_fallback_calls:rate5m"
           },
           {
-            "expr": "sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"failed_without_retry|failed_with_retry\"})\nor on (job, name)\nsum by (job, name) (job_name_kind:resilience_circuitbreaker_calls:rate5m{kind=~\"failed|slow_failed\"}) + on (job, name) job_name:resilience_circuitbreaker_not_permitted_calls:rate5m",
+            "expr": "(\n  sum by (job, name) (job_name_kind:resilience_retry_calls:rate5m{kind=~\"failed_without_retry|failed_with_retry\"})\n  or on (job, name)\n  job_name:resilience_retry_calls:rate5m * 0\n  or on (job, name)\n  sum by (job, name) (job_name_kind:resilience_circuitbreaker_calls:rate5m{kind=~\"failed|slow_failed\"}) + on (job, name) job_name:resilience_circuitbreaker_not_permitted_calls:rate5m\n  or on (job, name)\n  sum by (job, name) (job_name_kind:resilience_circuitbreaker_calls:rate5m{kind=~\"failed|slow_failed\"})\n  or on (job, name)\n  job_name:resilience_circuitbreaker_not_permitted_calls:rate5m\n) \u003e 0",
             "record": "job_name:resilience_dependency_failed_calls:rate5m"
           },
           {
-            "expr": "job_name:resilience_retry_calls:rate5m\nor on (job, name)\njob_name:resilience_circuitbreaker_calls:rate5m + on (job, name) job_name:resilience_circuitbreaker_not_permitted_calls:rate5m",
+            "expr": "job_name:resilience_retry_calls:rate5m\nor on (job, name)\njob_name:resilience_circuitbreaker_calls:rate5m + on (job, name) job_name:resilience_circuitbreaker_not_permitted_calls:rate5m\nor on (job, name)\njob_name:resilience_circuitbreaker_calls:rate5m",
             "record": "job_name:resilience_dependency_calls:rate5m"
           },
           {
@@ -91,7 +91,7 @@
             "record": "job_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m"
           },
           {
-            "expr": "sum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"closed\", to=\"open\"}[15m]))",
+            "expr": "sum by (job, name, instance) (increase(resilience_circuitbreaker_transitions_total{from=\"closed\", to=\"open\"}[15m])) \u003e 0",
             "record": "job_name_instance:resilience_circuitbreaker_trips:increase15m"
           },
           {
@@ -226,7 +226,7 @@
               "description": "Callers of \"{{ $labels.name }}\" (job={{ $labels.job }}) wanted {{ $value | humanizePercentage }} extra attempts per call over the last 5m (threshold 20%), yet fewer than 5% of calls failed unrescued: retries, the retry budget and fallbacks contained a retry storm. This record stays for 1h after the storm; look at what failed while users did not notice.",
               "summary": "A retry storm towards \"{{ $labels.name }}\" (job={{ $labels.job }}) was contained."
             },
-            "expr": "((job_name:resilience_retry_attempts:rate5m + job_name:resilience_retry_budget_denied:rate5m) * 300 \u003e= 10) / 300\n/\n(job_name:resilience_retry_calls:rate5m \u003e 0)\n\u003e 0.2\nunless on (job, name)\njob_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m \u003e 0.05",
+            "expr": "((job_name:resilience_retry_attempts:rate5m + (job_name:resilience_retry_budget_denied:rate5m or on (job, name) job_name:resilience_retry_attempts:rate5m * 0)) * 300 \u003e= 10) / 300\n/\n(job_name:resilience_retry_calls:rate5m \u003e 0)\n\u003e 0.2\nunless on (job, name)\njob_name:resilience_dependency_unrescued_failed_per_call:ratio_rate5m \u003e 0.05",
             "for": "1m",
             "keep_firing_for": "1h",
             "labels": {

@@ -62,6 +62,20 @@ func locate() (string, error) {
 	if p := os.Getenv("STORMWATCH_PROMTOOL"); p != "" {
 		return p, nil
 	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "bin", "promtool")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("bin/promtool is absent (%w)", err)
+	}
+	return p, nil
+}
+
+// moduleRoot is the stormwatch repository root above the working directory: the first
+// directory with a go.mod and scripts/install-tools.sh.
+func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -69,11 +83,7 @@ func locate() (string, error) {
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			if _, err := os.Stat(filepath.Join(dir, "scripts", "install-tools.sh")); err == nil {
-				p := filepath.Join(dir, "bin", "promtool")
-				if _, err := os.Stat(p); err != nil {
-					return "", fmt.Errorf("bin/promtool is absent (%w)", err)
-				}
-				return p, nil
+				return dir, nil
 			}
 		}
 		parent := filepath.Dir(dir)
@@ -143,14 +153,19 @@ func logRun(dir string, args []string, what string, start time.Time, cpu time.Du
 	if path == "" {
 		return
 	}
-	wd, _ := os.Getwd()
+	pkg, _ := os.Getwd()
+	if root, err := moduleRoot(); err == nil {
+		if rel, err := filepath.Rel(root, pkg); err == nil {
+			pkg = "./" + filepath.ToSlash(rel)
+		}
+	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s\twall %.1fs\tcpu %.1fs\t%s\t%s\t%s\t%s\n", time.Now().UTC().Format(time.TimeOnly),
-		time.Since(start).Seconds(), cpu.Seconds(), filepath.Base(wd), what, strings.Join(args, " "), dir)
+		time.Since(start).Seconds(), cpu.Seconds(), pkg, what, strings.Join(args, " "), dir)
 }
 
 func cacheableArgs(args []string) bool {

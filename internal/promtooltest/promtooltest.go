@@ -441,11 +441,13 @@ func versionLine(bin string) (string, error) {
 }
 
 // ContentDigest is the key of a promtool run by what promtool reads, whatever the files are
-// named and wherever they are: SHA-256 over the promtool version line, the subcommand and flags,
-// and for each file argument (relative to dir) its content — for `test rules`, the test file
-// with each rule_files entry replaced by the SHA-256 of the file it names (promtool resolves it
-// relative to the test file). ok is false when a file cannot be read or a rule_files entry is
-// a glob: such a run is keyed by Digest only.
+// named and wherever they are: SHA-256 over "content", the promtool version line, the
+// subcommand and flags, and the SHA-256 of each file argument (relative to dir) — for `test
+// rules`, of the test file without its rule_files block, followed by the SHA-256 of each file
+// that block names, in order (relative to the test file, as promtool resolves them). ok is
+// false when a file cannot be read or the rule_files block is not a plain block list of plain
+// names (a glob, quotes, a flow list): such a run is keyed by Digest only. scripts/promtool.sh
+// computes the same key (the block is read as text, by the same rules, in both).
 func ContentDigest(bin, dir string, args []string) (key string, ok bool) {
 	if len(args) < 2 {
 		return "", false
@@ -469,46 +471,66 @@ func ContentDigest(bin, dir string, args []string) (key string, ok bool) {
 		if err != nil {
 			return "", false
 		}
-		if args[0] == "test" {
-			if data, ok = withRuleDigests(data, filepath.Dir(path)); !ok {
+		if args[0] != "test" {
+			fmt.Fprintf(h, "%s\n", sum(data))
+			continue
+		}
+		body, ruleFiles, ok := splitRuleFiles(data)
+		if !ok {
+			return "", false
+		}
+		fmt.Fprintf(h, "%s\n", sum(body))
+		for _, r := range ruleFiles {
+			if !filepath.IsAbs(r) {
+				r = filepath.Join(filepath.Dir(path), r)
+			}
+			b, err := os.ReadFile(r)
+			if err != nil {
 				return "", false
 			}
+			fmt.Fprintf(h, "%s\n", sum(b))
 		}
-		sum := sha256.Sum256(data)
-		fmt.Fprintf(h, "%s\n", hex.EncodeToString(sum[:]))
 	}
 	return hex.EncodeToString(h.Sum(nil)), true
 }
 
-// withRuleDigests is a promtool test file with each rule_files entry replaced by the SHA-256 of
-// the file it names (relative to base); ok is false for a file that does not parse as a
-// mapping, a glob or an unreadable rule file.
-func withRuleDigests(test []byte, base string) ([]byte, bool) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(test, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, false
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// splitRuleFiles reads a promtool test file as lines (each ended by a newline in body): the
+// block that a line "rule_files:" opens — the lines after it that start with a space, a tab or
+// a dash — is taken out of body, and its entries ("  - name") are returned. ok is false for a
+// second rule_files line, a rule_files line with anything after the colon, or a block line
+// that is not an entry of a plain name (no quote, glob, brace, comma, comment or blank).
+func splitRuleFiles(data []byte) (body []byte, ruleFiles []string, ok bool) {
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
 	}
-	rf := field(doc.Content[0], "rule_files")
-	if rf == nil || rf.Kind != yaml.SequenceNode {
-		return nil, false
+	var b strings.Builder
+	in, seen := false, false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "rule_files:") {
+			if l != "rule_files:" || seen {
+				return nil, nil, false
+			}
+			in, seen = true, true
+			continue
+		}
+		if in && l != "" && strings.ContainsRune(" \t-", rune(l[0])) {
+			name, found := strings.CutPrefix(strings.TrimLeft(l, " \t"), "- ")
+			if !found || name == "" || strings.ContainsAny(name, "'\"*?[{#, \t") {
+				return nil, nil, false
+			}
+			ruleFiles = append(ruleFiles, name)
+			continue
+		}
+		in = false
+		b.WriteString(l + "\n")
 	}
-	for _, r := range rf.Content {
-		if r.Kind != yaml.ScalarNode || strings.ContainsAny(r.Value, "*?[\\") {
-			return nil, false
-		}
-		path := r.Value
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(base, path)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, false
-		}
-		sum := sha256.Sum256(data)
-		r.Value = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	out, err := yaml.Marshal(&doc)
-	return out, err == nil
+	return []byte(b.String()), ruleFiles, true
 }
 
 // claim makes this process the one that runs promtool on key: it creates key.lock beside the

@@ -353,3 +353,47 @@ func TestADeadHoldersLockIsTakenOver(t *testing.T) {
 	assert.Equal(t, 1, invocations(t, log))
 	assert.NoFileExists(t, lock)
 }
+
+// TestTheScriptAndTheTestsShareContent: scripts/promtool.sh computes the content key as Run
+// does, both ways: a run one of them passed in a directory is recalled by the other for the
+// same rules and tests under other names in another directory.
+func TestTheScriptAndTheTestsShareContent(t *testing.T) {
+	log := setup(t)
+	script, err := filepath.Abs("../../scripts/promtool.sh")
+	require.NoError(t, err)
+	sh := func(dir string, args ...string) string {
+		out, err := exec.Command(script, append([]string{dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	named := func(rules, test string, groups ...string) string {
+		return writeDir(t, map[string]string{rules: "groups: []\n", test: strings.Replace(testFile(groups...), "rules.yaml", rules, 1), "other.md": rules})
+	}
+	_, ok := Run(t, named("rules.yaml", "t.yaml", "g1", "g2"), "test", "rules", "--run", "^g", "t.yaml")
+	require.True(t, ok)
+	n := invocations(t, log)
+	assert.Contains(t, sh(named("stormwatch-rules.yaml", "s.test.yaml", "g1", "g2"), "test", "rules", "--run", "^g", "s.test.yaml"), "passed before")
+	sh(named("r.yaml", "x.yaml", "g3"), "check", "rules", "--lint=all", "r.yaml")
+	assert.Equal(t, n+1, invocations(t, log), "the Go run recalled by the script; a new check run")
+	_, ok = Run(t, named("r2.yaml", "y.yaml", "g3"), "check", "rules", "--lint=all", "r2.yaml")
+	require.True(t, ok)
+	sh(named("r3.yaml", "z.yaml", "g3"), "test", "rules", "z.yaml")
+	_, ok = Run(t, named("r4.yaml", "w.yaml", "g3"), "test", "rules", "w.yaml")
+	require.True(t, ok)
+	assert.Equal(t, n+2, invocations(t, log), "the script's runs recalled by Run")
+
+	for _, tf := range []string{
+		"rule_files: [rules.yaml]\ntests: []\n",
+		"rule_files:\n  - 'rules.yaml'\ntests: []\n",
+		"rule_files:\n  - rules.yaml # the rules\ntests: []\n",
+		"rule_files:\n  # the rules\n  - rules.yaml\ntests: []\n",
+		"rule_files:\n  - missing.yaml\ntests: []\n",
+	} {
+		dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": tf})
+		_, ok := ContentDigest(Path(t), dir, []string{"test", "rules", "t.yaml"})
+		assert.False(t, ok, "no content key for %q", tf)
+		cmd := exec.Command("bash", "-c", `source <(sed -n '/^content_key() {/,/^}/p' "$0"); version=v; cd "$1" && content_key test rules t.yaml`, script, dir)
+		out, err := cmd.CombinedOutput()
+		assert.Error(t, err, "the script has none either for %q: %s", tf, out)
+	}
+}

@@ -8,7 +8,9 @@ PROMETHEUS := $(BIN)/prometheus
 GENERATED  := examples/generated
 STORMWATCH := $(GO) run ./cmd/stormwatch
 # TESTCOUNT: CI (CI=true) runs every test; locally Go's test cache skips the packages whose
-# inputs did not change since they last passed, so a warm `make test` reruns only what changed.
+# inputs did not change since they last passed, so a warm `make test` reruns only what changed
+# (the tool checks too: their tests stat bin/vmalert, bin/amtool and bin/pint, so a new binary
+# is a new run).
 TESTCOUNT  ?= $(if $(CI),-count=1,)
 
 .PHONY: all test unit rules-matrix lint tidy-check fmt-check vet tools tools-promtool tools-prometheus bench e2e build clean generate generated-check conformance grpcx otelx demo demo-prometheus
@@ -185,13 +187,13 @@ tools-victoriametrics:
 ## vmalert-check: `vmalert -dryRun` on every generated rule file (default and SLO, every
 ## target, files and manifests; the Mimir and Thanos keys removed, checked to be the only ones).
 vmalert-check: tools-victoriametrics
-	$(GO) test -count=1 -run TestVmalertDryRunAcceptsTheRuleFiles -v ./rules/
+	$(GO) test $(TESTCOUNT) -run TestVmalertDryRunAcceptsTheRuleFiles -v ./rules/
 
 ## pint-check: `pint --offline lint` must report nothing on the default and SLO rule files: its
 ## promql/fragile, rule/dependency and promql/regexp checks encoded in Go (pint is not served by
 ## the Go module proxy here), and pint itself when bin/pint exists.
 pint-check:
-	$(GO) test -count=1 -run 'TestPint' -v ./rules/
+	$(GO) test $(TESTCOUNT) -run 'TestPint' -v ./rules/
 
 test: vmalert-check pint-check
 
@@ -207,7 +209,7 @@ e2e-victoriametrics: tools-victoriametrics
 .PHONY: alertmanager-check tools-amtool tools-alertmanager
 alertmanager-check: tools-amtool
 	@test -x $(BIN)/amtool || { echo "$(BIN)/amtool missing: run 'make tools-amtool' (scripts/install-tools.sh amtool)"; exit 1; }
-	$(GO) test -count=1 -run 'Amtool' ./rules/
+	$(GO) test $(TESTCOUNT) -run 'Amtool' ./rules/
 
 ## bench-fleet: not in `make test` — what the rules cost Prometheus at fleet scale: N
 ## dependencies (retry around a breaker, every path run) per exporter, a real Prometheus 3.16

@@ -3,7 +3,6 @@ package backtest
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormwatch-go/stormwatch/internal/promtooltest"
 	"github.com/stormwatch-go/stormwatch/rules"
 )
 
@@ -216,14 +216,12 @@ func TestSuggest(t *testing.T) {
 	promtoolTestsPass(t, tuned)
 }
 
-// promtoolTestsPass runs the generated promtool tests of cfg.
+// promtoolTestsPass runs the generated promtool tests of cfg (through internal/promtooltest:
+// sharded across the CPUs, no wall-clock limit below its hang guard, a passing file set
+// remembered by digest).
 func promtoolTestsPass(t *testing.T, cfg rules.Config) {
 	t.Helper()
-	promtool, err := filepath.Abs("../../bin/promtool")
-	require.NoError(t, err)
-	if _, err := os.Stat(promtool); err != nil {
-		t.Skipf("bin/promtool is absent (%v): run scripts/install-tools.sh", err)
-	}
+	promtooltest.Path(t) // skips when bin/promtool is absent
 	dir := t.TempDir()
 	rulesYAML, err := rules.GeneratePrometheus(cfg)
 	require.NoError(t, err)
@@ -231,12 +229,9 @@ func promtoolTestsPass(t *testing.T, cfg rules.Config) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), rulesYAML, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.test.yaml"), tests, 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, promtool, "test", "rules", "rules.test.yaml")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "promtool test rules:\n%s", out)
+	out, ok := promtooltest.Run(t, dir, "test", "rules", "rules.test.yaml")
+	require.True(t, ok, "promtool test rules:\n%s", out)
+	require.Contains(t, out, "SUCCESS")
 }
 
 func TestGrids(t *testing.T) {

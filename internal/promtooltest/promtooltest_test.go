@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +20,7 @@ import (
 const fakePromtool = `#!/bin/sh
 if [ "$1" = --version ]; then echo "promtool, version 3.16.0 (fake)"; exit 0; fi
 echo "$*" >> "$FAKE_LOG"
+[ -z "$FAKE_SLEEP" ] || sleep "$FAKE_SLEEP"
 if [ "$1" = test ]; then
   shift 2
   status=0
@@ -44,6 +46,8 @@ func setup(t *testing.T) (log string) {
 	t.Setenv("STORMWATCH_PROMTOOL_CACHE_DIR", filepath.Join(dir, "cache"))
 	t.Setenv("STORMWATCH_PROMTOOL_CACHE", "")
 	t.Setenv("FAKE_LOG", log)
+	t.Setenv("FAKE_SLEEP", "")
+	t.Setenv("STORMWATCH_PROMTOOL_LOG", "")
 	return log
 }
 
@@ -227,4 +231,169 @@ func TestShardsBalanceTheWork(t *testing.T) {
 		names = append(names, ns)
 	}
 	assert.Equal(t, [][]string{{"g2"}, {"g0", "g1", "g3", "g4", "g5"}}, names, "the hour-long group alone, the rest in file order")
+}
+
+// TestTheSameContentUnderOtherNamesIsOneRun: rules and tests that differ only in their file
+// names and their directory's other files (the rules package's rules.yaml, the CLI's
+// stormwatch-rules.yaml beside runbooks) are one promtool run; changed content is a new one.
+func TestTheSameContentUnderOtherNamesIsOneRun(t *testing.T) {
+	log := setup(t)
+	a := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1", "g2")})
+	b := writeDir(t, map[string]string{"stormwatch-rules.yaml": "groups: []\n", "README.md": "x",
+		"s.test.yaml": strings.Replace(testFile("g1", "g2"), "rules.yaml", "stormwatch-rules.yaml", 1)})
+	out, ok := Run(t, a, "test", "rules", "t.yaml")
+	require.True(t, ok, out)
+	_, ok = Run(t, a, "check", "rules", "--lint=all", "rules.yaml")
+	require.True(t, ok)
+	n := invocations(t, log)
+
+	again, ok := Run(t, b, "test", "rules", "s.test.yaml")
+	require.True(t, ok)
+	assert.Equal(t, out, again)
+	_, ok = Run(t, b, "check", "rules", "--lint=all", "stormwatch-rules.yaml")
+	require.True(t, ok)
+	assert.Equal(t, n, invocations(t, log), "the same content under other names: recalled")
+
+	script, err := filepath.Abs("../../scripts/promtool.sh")
+	require.NoError(t, err)
+	sh, err := exec.Command(script, b, "test", "rules", "s.test.yaml").CombinedOutput()
+	require.NoError(t, err, string(sh))
+	assert.Equal(t, n, invocations(t, log), "a recalled run is remembered under the directory's key too, for the script")
+
+	_, ok = Run(t, b, "check", "rules", "stormwatch-rules.yaml")
+	require.True(t, ok)
+	assert.Equal(t, n+1, invocations(t, log), "other flags are another run")
+	require.NoError(t, os.WriteFile(filepath.Join(b, "stormwatch-rules.yaml"), []byte("groups: [] # changed\n"), 0o644))
+	_, ok = Run(t, b, "test", "rules", "s.test.yaml")
+	require.True(t, ok)
+	assert.Greater(t, invocations(t, log), n+1, "a changed rule file is a new run")
+
+	glob := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": strings.Replace(testFile("g1"), "rules.yaml", "rul*.yaml", 1)})
+	_, ok = ContentDigest(Path(t), glob, []string{"test", "rules", "t.yaml"})
+	assert.False(t, ok, "a glob in rule_files: no content key")
+}
+
+// TestConcurrentRunsOfTheSameContentRunOnce: two test binaries (here two goroutines) that need
+// the same content at once run promtool once; the second waits and recalls the result.
+func TestConcurrentRunsOfTheSameContentRunOnce(t *testing.T) {
+	log := setup(t)
+	t.Setenv("FAKE_SLEEP", "0.3") // a run long enough for the other to find it under way, mostly
+	record := filepath.Join(t.TempDir(), "runs.log")
+	t.Setenv("STORMWATCH_PROMTOOL_LOG", record)
+	dirs := []string{
+		writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1")}),
+		writeDir(t, map[string]string{"r.yaml": "groups: []\n", "x.yaml": strings.Replace(testFile("g1"), "rules.yaml", "r.yaml", 1)}),
+	}
+	files := []string{"t.yaml", "x.yaml"}
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, ok := Run(t, dirs[i], "test", "rules", files[i])
+			assert.True(t, ok, out)
+			outs[i] = out
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, invocations(t, log), "one promtool run for both")
+	assert.Equal(t, outs[0], outs[1])
+	entries, err := os.ReadDir(CacheDir())
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.HasSuffix(e.Name(), ".lock"), "lock %s left behind", e.Name())
+	}
+	b, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "ran: passed")
+	assert.Contains(t, string(b), "recalled")
+}
+
+// TestAWaitingRunRecallsTheHoldersResult: while a live process holds the lock of some content,
+// a run of that content waits, then recalls what the holder remembered: promtool is not run.
+func TestAWaitingRunRecallsTheHoldersResult(t *testing.T) {
+	log := setup(t)
+	dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1")})
+	key, ok := ContentDigest(Path(t), dir, []string{"test", "rules", "t.yaml"})
+	require.True(t, ok)
+	require.NoError(t, os.MkdirAll(CacheDir(), 0o755))
+	lock := filepath.Join(CacheDir(), key+".lock")
+	require.NoError(t, os.WriteFile(lock, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644))
+	waiting := make(chan struct{})
+	onWait = func() { close(waiting) }
+	t.Cleanup(func() { onWait = nil })
+	done := make(chan string)
+	go func() {
+		out, ok := Run(t, dir, "test", "rules", "t.yaml")
+		assert.True(t, ok)
+		done <- out
+	}()
+	<-waiting
+	remember(key, "SUCCESS (the holder's output)\n")
+	require.NoError(t, os.Remove(lock))
+	assert.Equal(t, "SUCCESS (the holder's output)\n", <-done)
+	assert.Zero(t, invocations(t, log))
+}
+
+// TestADeadHoldersLockIsTakenOver: a lock left by a process that is gone (a test binary
+// killed mid-run) does not hold up the next run.
+func TestADeadHoldersLockIsTakenOver(t *testing.T) {
+	log := setup(t)
+	dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": testFile("g1")})
+	key, ok := ContentDigest(Path(t), dir, []string{"test", "rules", "t.yaml"})
+	require.True(t, ok)
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	require.NoError(t, os.MkdirAll(CacheDir(), 0o755))
+	lock := filepath.Join(CacheDir(), key+".lock")
+	require.NoError(t, os.WriteFile(lock, []byte(fmt.Sprintf("%d\n", gone.Process.Pid)), 0o644))
+	out, ok := Run(t, dir, "test", "rules", "t.yaml")
+	require.True(t, ok, out)
+	assert.Equal(t, 1, invocations(t, log))
+	assert.NoFileExists(t, lock)
+}
+
+// TestTheScriptAndTheTestsShareContent: scripts/promtool.sh computes the content key as Run
+// does, both ways: a run one of them passed in a directory is recalled by the other for the
+// same rules and tests under other names in another directory.
+func TestTheScriptAndTheTestsShareContent(t *testing.T) {
+	log := setup(t)
+	script, err := filepath.Abs("../../scripts/promtool.sh")
+	require.NoError(t, err)
+	sh := func(dir string, args ...string) string {
+		out, err := exec.Command(script, append([]string{dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	named := func(rules, test string, groups ...string) string {
+		return writeDir(t, map[string]string{rules: "groups: []\n", test: strings.Replace(testFile(groups...), "rules.yaml", rules, 1), "other.md": rules})
+	}
+	_, ok := Run(t, named("rules.yaml", "t.yaml", "g1", "g2"), "test", "rules", "--run", "^g", "t.yaml")
+	require.True(t, ok)
+	n := invocations(t, log)
+	assert.Contains(t, sh(named("stormwatch-rules.yaml", "s.test.yaml", "g1", "g2"), "test", "rules", "--run", "^g", "s.test.yaml"), "passed before")
+	sh(named("r.yaml", "x.yaml", "g3"), "check", "rules", "--lint=all", "r.yaml")
+	assert.Equal(t, n+1, invocations(t, log), "the Go run recalled by the script; a new check run")
+	_, ok = Run(t, named("r2.yaml", "y.yaml", "g3"), "check", "rules", "--lint=all", "r2.yaml")
+	require.True(t, ok)
+	sh(named("r3.yaml", "z.yaml", "g3"), "test", "rules", "z.yaml")
+	_, ok = Run(t, named("r4.yaml", "w.yaml", "g3"), "test", "rules", "w.yaml")
+	require.True(t, ok)
+	assert.Equal(t, n+2, invocations(t, log), "the script's runs recalled by Run")
+
+	for _, tf := range []string{
+		"rule_files: [rules.yaml]\ntests: []\n",
+		"rule_files:\n  - 'rules.yaml'\ntests: []\n",
+		"rule_files:\n  - rules.yaml # the rules\ntests: []\n",
+		"rule_files:\n  # the rules\n  - rules.yaml\ntests: []\n",
+		"rule_files:\n  - missing.yaml\ntests: []\n",
+	} {
+		dir := writeDir(t, map[string]string{"rules.yaml": "groups: []\n", "t.yaml": tf})
+		_, ok := ContentDigest(Path(t), dir, []string{"test", "rules", "t.yaml"})
+		assert.False(t, ok, "no content key for %q", tf)
+		cmd := exec.Command("bash", "-c", `source <(sed -n '/^content_key() {/,/^}/p' "$0"); version=v; cd "$1" && content_key test rules t.yaml`, script, dir)
+		out, err := cmd.CombinedOutput()
+		assert.Error(t, err, "the script has none either for %q: %s", tf, out)
+	}
 }
